@@ -1,0 +1,27 @@
+"""kernelc: Warp-style Python kernels compiled to LLVM (CPU) and CUDA-C (NVIDIA GPUs).
+
+Use it as `import kernelc as kc` (or `import kernelc as wp` for Warp programs).
+"""
+
+__version__ = "0.1.0"
+
+# ---- types -------------------------------------------------------------------------------
+from kernelc.types import (  # noqa: E402
+    bool_ as bool,  # noqa: A001
+    float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+)
+from kernelc.errors import KernelError, KernelRuntimeError  # noqa: E402
+from kernelc.config import config  # noqa: E402
+
+# ---- language ----------------------------------------------------------------------------
+from kernelc.frontend.decorators import kernel, func  # noqa: E402
+from kernelc.frontend.special import tid, static, printf  # noqa: E402
+from kernelc.builtins import BUILTINS as _BUILTINS  # noqa: E402
+
+globals().update({name: entry for name, entry in _BUILTINS.items()})
+
+# ---- runtime: arrays and devices ---------------------------------------------------------
+
+# ---- runtime: launch, compile, cache -----------------------------------------------------
+
+# ---- timing and profiling ----------------------------------------------------------------

@@ -1,0 +1,195 @@
+"""`@kernel` and `@func`: wrap a Python function; parse it only when first needed."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.frontend.source import Source, read_source
+from kernelc.ir import nodes as ir
+
+
+class _SourceMixin:
+    func: Callable
+
+    @functools.cached_property
+    def source(self) -> Source:
+        return read_source(self.func)
+
+    @functools.cached_property
+    def annotations(self) -> dict[str, Any]:
+        try:
+            return inspect.get_annotations(self.func, eval_str=True)
+        except Exception as err:
+            raise KernelError(f"cannot evaluate the annotations of '{self.func.__name__}': {err}",
+                              kernel=self.func.__name__) from None
+
+    @functools.cached_property
+    def arg_names(self) -> tuple[str, ...]:
+        sig = inspect.signature(self.func)
+        for p in sig.parameters.values():
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is not p.empty:
+                raise KernelError(
+                    f"parameter '{p.name}': kernels and funcs take plain positional parameters",
+                    self.source.loc(self.source.tree), self.func.__name__,
+                )
+        return tuple(sig.parameters)
+
+    def arg_annotation(self, name: str) -> Any:
+        if name not in self.annotations:
+            raise KernelError(f"parameter '{name}' needs a type annotation",
+                              self._param_loc(name), self.func.__name__)
+        return self.annotations[name]
+
+    def _param_loc(self, name: str):
+        for a in self.source.tree.args.args:
+            if a.arg == name:
+                return self.source.loc(a)
+        return self.source.loc(self.source.tree)
+
+
+class Func(_SourceMixin):
+    """A function callable from kernels (`@kc.func`); compiled into each kernel that uses it."""
+
+    def __init__(self, func: Callable):
+        self.func = func
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    def __call__(self, *args: Any) -> Any:
+        return self.func(*args)  # on the host a func is an ordinary Python function
+
+    def return_annotation(self) -> tuple[T.Type, ...] | None:
+        ann = self.annotations.get("return", inspect.Signature.empty)
+        if ann is inspect.Signature.empty:
+            return None
+        if ann is None:
+            return ()
+        items = typing.get_args(ann) if typing.get_origin(ann) is tuple else (ann,)
+        types = tuple(T.as_type(a) for a in items)
+        if any(t is None for t in types):
+            raise KernelError(f"return annotation of '{self.__name__}' is not a kernelc type",
+                              self.source.loc(self.source.tree), self.__name__)
+        return types
+
+    def specialize(self, arg_types: Sequence[T.Type], weak: Sequence[bool]) -> tuple[T.Type, ...]:
+        """The parameter types for a call with these argument types (raises on mismatch)."""
+        names = self.arg_names
+        if len(arg_types) != len(names):
+            raise KernelError(
+                f"func '{self.__name__}' takes {len(names)} arguments ({len(arg_types)} given)"
+            )
+        out = []
+        for name, t, w in zip(names, arg_types, weak):
+            ann = self.arg_annotation(name)
+            want = None if ann is typing.Any else T.as_type(ann)
+            if want is None and ann is not typing.Any:
+                raise KernelError(f"parameter '{name}' of '{self.__name__}' has no kernelc type")
+            want = _match(want, t)
+            if want is None:
+                expected = T.as_type(ann)
+                if not (w and isinstance(expected, T.ScalarType) and isinstance(t, T.ScalarType)
+                        and not (t.is_float and not expected.is_float)):
+                    raise KernelError(
+                        f"argument '{name}' of '{self.__name__}' expects {expected!r}, got {t!r}"
+                    )
+                want = expected
+            out.append(want)
+        return tuple(out)
+
+
+def _match(want: T.Type | None, got: T.Type) -> T.Type | None:
+    """`got` if it fits the (possibly generic) parameter type `want`, else None."""
+    if want is None:
+        return got
+    if isinstance(want, T.ArrayType) and isinstance(got, T.ArrayType):
+        if want.ndim == got.ndim and (want.dtype is None or want.dtype == got.dtype):
+            return got
+        return None
+    return got if want == got else None
+
+
+class Kernel(_SourceMixin):
+    """A kernel (`@kc.kernel`): launched over a grid of threads with `kc.launch`."""
+
+    def __init__(self, func: Callable, options: dict[str, Any] | None = None):
+        self.func = func
+        self.key = f"{func.__module__}.{func.__qualname__}"
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+        self.options = dict(options or {})
+        self.module = func.__module__
+        # per argument-type tuple: the IR module and, per device kind, the compiled kernel
+        self._ir: dict[tuple[T.Type, ...], ir.Module] = {}
+        self.compiled: dict[Any, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<kernelc.kernel {self.key}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"kernel '{self.__name__}' must be run with kernelc.launch()")
+
+    @functools.cached_property
+    def param_types(self) -> tuple[T.Type | None, ...]:
+        """Each parameter's declared type; None where it is generic (typing.Any)."""
+        out = []
+        for name in self.arg_names:
+            ann = self.arg_annotation(name)
+            if ann is typing.Any:
+                out.append(None)
+                continue
+            t = T.as_type(ann)
+            if t is None:
+                raise KernelError(f"the annotation of parameter '{name}' is not a kernelc type",
+                                  self._param_loc(name), self.__name__)
+            out.append(t)
+        return tuple(out)
+
+    @property
+    def is_generic(self) -> bool:
+        return any(t is None or (isinstance(t, T.ArrayType) and t.dtype is None)
+                   for t in self.param_types)
+
+    def specialize(self, arg_types: Sequence[T.Type]) -> tuple[T.Type, ...]:
+        return tuple(got if want is None else (_match(want, got) or want)
+                     for want, got in zip(self.param_types, arg_types))
+
+    def get_ir(self, arg_types: tuple[T.Type, ...] | None = None) -> ir.Module:
+        """The typed IR of this kernel (specialised for `arg_types` if it is generic)."""
+        from kernelc.frontend.lower import lower_kernel
+
+        types = self.param_types if arg_types is None else tuple(arg_types)
+        if any(t is None or (isinstance(t, T.ArrayType) and t.dtype is None) for t in types):
+            raise KernelError(f"kernel '{self.__name__}' is generic: give arg_types",
+                              kernel=self.__name__)
+        module = self._ir.get(types)
+        if module is None:
+            module = lower_kernel(self.source, types, _symbol(self.__name__))
+            self._ir[types] = module
+        return module
+
+
+def _symbol(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
+           module: Any = None, **options: Any) -> Any:
+    """Decorator making a Python function a kernel (`@kc.kernel` or `@kc.kernel(...)`)."""
+
+    def wrap(fn: Callable) -> Kernel:
+        return Kernel(fn, options)
+
+    return wrap(f) if f is not None else wrap
+
+
+def func(f: Callable) -> Func:
+    """Decorator making a Python function callable from kernels."""
+    return Func(f)

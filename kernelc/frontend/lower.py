@@ -1,0 +1,258 @@
+"""AST -> IR for one kernel or func: names, the error choke point, funcs calling funcs."""
+
+from __future__ import annotations
+
+import ast
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelc import types as T
+from kernelc.errors import KernelError, Loc
+from kernelc.frontend.builder import IRBuilder, Val
+from kernelc.frontend.lower_expr import ExprLowering, LocalArray, PyObj, TupleVal
+from kernelc.frontend.lower_stmt import StmtLowering
+from kernelc.frontend.source import Source
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+
+@dataclass
+class CompileContext:
+    """State shared by the kernel and every func lowered for it."""
+
+    kernel_name: str
+    funcs: list[ir.Function] = field(default_factory=list)
+    _done: dict[tuple, ir.Function] = field(default_factory=dict)
+    _in_progress: list[tuple] = field(default_factory=list)
+
+    def lower_func(self, func: Any, param_types: tuple[T.Type, ...], loc: Loc) -> ir.Function:
+        key = (func, param_types)
+        if key in self._done:
+            return self._done[key]
+        if any(k[0] is func for k in self._in_progress):
+            raise KernelError(f"recursion is not supported (func '{func.__name__}' calls itself)")
+        self._in_progress.append(key)
+        try:
+            name = f"{func.__name__}_{len(self.funcs)}"
+            lowerer = FunctionLowerer(self, func.source, param_types, is_kernel=False, name=name,
+                                      return_annotation=func.return_annotation())
+            fn = lowerer.lower()
+        finally:
+            self._in_progress.pop()
+        self._done[key] = fn
+        self.funcs.append(fn)
+        return fn
+
+
+@dataclass(frozen=True)
+class TidRef:
+    """`kc.tid()` before we know how many values it is unpacked into."""
+
+
+class FunctionLowerer(ExprLowering, StmtLowering, ast.NodeVisitor):
+    def __init__(self, ctx: CompileContext, source: Source, param_types: tuple[T.Type, ...],
+                 is_kernel: bool, name: str, return_annotation: Any = None):
+        self.ctx = ctx
+        self.source = source
+        self.param_types = param_types
+        self.is_kernel = is_kernel
+        self.name = name
+        self.b = IRBuilder()
+        self.names: dict[str, Any] = {}
+        self.loop_depth = 0
+        self.return_types = return_annotation
+
+    def lower(self) -> ir.Function:
+        tree = self.source.tree
+        self.b.loc = self.source.loc(tree)
+        params = self.bind_params(tree)
+        for stmt in tree.body:
+            self.visit(stmt)
+        return_types = self.return_types or ()
+        if not self.is_kernel and return_types and not self.always_returns(tree.body):
+            raise KernelError(
+                f"func '{tree.name}' can reach its end without returning a value",
+                self.source.loc(tree), self.ctx.kernel_name,
+            )
+        return ir.Function(
+            name=self.name, params=params, param_names=tuple(a.arg for a in tree.args.args),
+            return_types=tuple(return_types), body=self.b.body(), slots=tuple(self.b.slots),
+            is_kernel=self.is_kernel, loc=self.source.loc(tree),
+        )
+
+    def bind_params(self, tree: ast.FunctionDef) -> tuple[ir.Value, ...]:
+        assigned = {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        params = []
+        for arg, t in zip(tree.args.args, self.param_types):
+            value = self.b.new_value(t)
+            params.append(value)
+            if arg.arg in assigned:  # a parameter the body reassigns gets a slot
+                slot = self.b.new_slot(arg.arg, t)
+                self.b.store(slot, value)
+                self.names[arg.arg] = slot
+            else:
+                self.names[arg.arg] = Val(value)
+        return tuple(params)
+
+    def always_returns(self, body: list[ast.stmt]) -> bool:
+        for stmt in body:
+            if isinstance(stmt, ast.Return):
+                return True
+            if isinstance(stmt, ast.If) and stmt.orelse:
+                if self.always_returns(stmt.body) and self.always_returns(stmt.orelse):
+                    return True
+        return False
+
+    # ---- the error choke point ------------------------------------------------------------
+
+    def visit(self, node: ast.AST):
+        previous = self.b.loc
+        if hasattr(node, "lineno"):
+            self.b.loc = self.source.loc(node)
+        try:
+            return super().visit(node)
+        except KernelError as err:
+            if err.loc is None:
+                raise err.with_context(self.b.loc, self.ctx.kernel_name) from None
+            raise
+        except RecursionError:
+            raise KernelError("expression nested too deeply", self.b.loc,
+                              self.ctx.kernel_name) from None
+        except Exception as err:
+            raise KernelError(f"internal compiler error ({type(err).__name__}: {err})",
+                              self.b.loc, self.ctx.kernel_name) from err
+        finally:
+            self.b.loc = previous
+
+    def generic_visit(self, node: ast.AST):
+        what = _CONSTRUCT_NAMES.get(type(node).__name__, f"'{type(node).__name__}'")
+        raise KernelError(f"{what} is not supported in kernels")
+
+    # ---- names ----------------------------------------------------------------------------
+
+    def read_name(self, name: str, node: ast.AST):
+        if name in self.names:
+            bound = self.names[name]
+            if isinstance(bound, ir.Slot):
+                return Val(self.b.load(bound))
+            if isinstance(bound, TidRef):
+                return Val(self.b.op(OpCode.TID, (), T.int32, (0, 0)))
+            return bound
+        found, value = self.source.lookup_global(name)
+        if not found:
+            raise KernelError(f"name '{name}' is not defined")
+        return self.from_python(value, node)
+
+    def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
+        bound = self.names.get(name)
+        if isinstance(value, TidRef):
+            value = Val(self.b.op(OpCode.TID, (), T.int32, (0, 0)))
+        if isinstance(bound, LocalArray):
+            raise KernelError(f"local array '{name}' cannot be reassigned")
+        if isinstance(value, (PyObj, TupleVal, LocalArray)):
+            if isinstance(bound, ir.Slot):
+                raise KernelError(f"'{name}' holds a {bound.type!r}; it cannot become a tuple")
+            self.names[name] = value
+            return
+        value = self.as_val(value, node)
+        if isinstance(bound, ir.Slot):
+            if value.type != bound.type:
+                if not value.weak:
+                    raise KernelError(
+                        f"assignment changes the type of '{name}' from {bound.type!r} to "
+                        f"{value.type!r}; cast explicitly, e.g. {bound.type!r}(...)"
+                    )
+                value = self.coerce(value, bound.type)
+            self.b.store(bound, value.value)
+            return
+        slot = self.b.new_slot(name, value.type)
+        self.b.store(slot, value.value)
+        self.names[name] = slot
+
+    def format_value(self, v: Val, args: list) -> str:
+        raise KernelError(f"print() cannot format a {v.type!r}")
+
+    def length_of(self, v: Val) -> Val:
+        raise KernelError(f"len() is not defined for {v.type!r}")
+
+    def eval_annotation(self, node: ast.expr) -> T.Type:
+        value = self.visit(node)
+        obj = value.obj if isinstance(value, PyObj) else None
+        t = T.as_type(obj)
+        if t is None:
+            raise KernelError(f"'{ast.unparse(node)}' is not a kernelc type")
+        return t
+
+    def assign(self, target: ast.expr, value, node: ast.AST) -> None:
+        if isinstance(value, TidRef) and isinstance(target, (ast.Tuple, ast.List)):
+            n = len(target.elts)
+            if not 1 <= n <= 4:
+                raise KernelError("tid() can be unpacked into 1 to 4 indices")
+            value = TupleVal(tuple(
+                Val(self.b.op(OpCode.TID, (), T.int32, (axis, n))) for axis in range(n)
+            ))
+        super().assign(target, value, node)
+
+    def as_val(self, v: Any, node: ast.AST | None) -> Val:
+        if isinstance(v, TidRef):
+            return Val(self.b.op(OpCode.TID, (), T.int32, (0, 0)))
+        return super().as_val(v, node)
+
+    # ---- calls to funcs and special forms -------------------------------------------------
+
+    def special_form(self, obj: Any):
+        from kernelc.frontend.special import lookup
+
+        return lookup(obj)
+
+    def call_other(self, obj: Any, node: ast.Call):
+        from kernelc.frontend.decorators import Func, Kernel
+
+        if isinstance(obj, Kernel):
+            raise KernelError("kernels cannot call other kernels; make it a @kernelc.func")
+        if not isinstance(obj, Func):
+            return super().call_other(obj, node)
+        args = [self.as_val(self.visit(a), a) for a in node.args]
+        if node.keywords:
+            raise KernelError("keyword arguments are not supported in func calls")
+        param_types = obj.specialize([a.type for a in args], [a.weak for a in args])
+        coerced = tuple(self.coerce(a, t).value for a, t in zip(args, param_types))
+        callee = self.ctx.lower_func(obj, param_types, self.b.loc)
+        results = callee.return_types
+        if not results:
+            self.b.op(OpCode.CALL_FUNC, coerced, T.void, callee.name)
+            return PyObj(None)
+        if len(results) == 1:
+            return Val(self.b.op(OpCode.CALL_FUNC, coerced, results[0], callee.name))
+        packed = self.b.op(OpCode.CALL_FUNC, coerced, T.TupleType(results), callee.name)
+        return TupleVal(tuple(
+            Val(self.b.op(OpCode.EXTRACT, (packed,), t, i)) for i, t in enumerate(results)
+        ))
+
+
+def lower_kernel(source: Source, param_types: tuple[T.Type, ...], name: str) -> ir.Module:
+    """The IR module of a kernel specialised for `param_types`."""
+    ctx = CompileContext(kernel_name=source.name)
+    kernel = FunctionLowerer(ctx, source, param_types, is_kernel=True, name=name).lower()
+    return ir.Module(kernel, tuple(ctx.funcs))
+
+
+def is_generic(annotation: Any) -> bool:
+    if annotation is typing.Any:
+        return True
+    t = T.as_type(annotation)
+    return isinstance(t, T.ArrayType) and t.dtype is None
+
+
+_CONSTRUCT_NAMES = {
+    "With": "'with'", "Try": "'try'", "Raise": "'raise'", "Lambda": "'lambda'",
+    "ListComp": "a list comprehension", "DictComp": "a dict comprehension",
+    "SetComp": "a set comprehension", "GeneratorExp": "a generator expression",
+    "List": "a list", "Dict": "a dict", "Set": "a set", "FunctionDef": "a nested function",
+    "ClassDef": "a class definition", "Import": "'import'", "ImportFrom": "'import'",
+    "Delete": "'del'", "Yield": "'yield'", "Await": "'await'", "JoinedStr": "an f-string",
+    "Starred": "'*' unpacking", "Slice": "slicing", "NamedExpr": "':='", "Match": "'match'",
+}

@@ -1,0 +1,246 @@
+"""Lowering of Python statements to structured IR."""
+
+from __future__ import annotations
+
+import ast
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.frontend.builder import Val
+from kernelc.frontend.lower_expr import BINOPS, ArrayView, LocalArray, PyObj, TupleVal
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+
+class StmtLowering:
+    """Mixin of FunctionLowerer: one visit_X per supported statement node."""
+
+    def lower_block(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.visit(stmt)
+
+    def visit_Expr(self, node: ast.Expr):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # a docstring
+        self.visit(node.value)
+
+    def visit_Pass(self, node: ast.Pass):
+        pass
+
+    # ---- assignment -----------------------------------------------------------------------
+
+    def visit_Assign(self, node: ast.Assign):
+        value = self.visit(node.value)
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign):
+        if node.value is None:
+            raise KernelError("a variable declaration needs a value")
+        annotation = self.eval_annotation(node.annotation)
+        value = self.as_val(self.visit(node.value), node.value)
+        if isinstance(annotation, T.ScalarType) and isinstance(value.type, T.ScalarType):
+            value = self.coerce(value, annotation) if value.weak else value
+        if value.type != annotation:
+            raise KernelError(f"value of type {value.type!r} assigned to a {annotation!r} variable")
+        self.assign(node.target, value, node)
+
+    def assign(self, target: ast.expr, value, node: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            self.assign_name(target.id, value, target)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, TupleVal):
+                raise KernelError("only tuples (a func's results, tid()) can be unpacked")
+            if len(value.items) != len(target.elts):
+                raise KernelError(
+                    f"cannot unpack {len(value.items)} values into {len(target.elts)} targets"
+                )
+            for t, v in zip(target.elts, value.items):
+                self.assign(t, v, node)
+        elif isinstance(target, ast.Subscript):
+            self.assign_subscript(target, self.as_val(value, node))
+        elif isinstance(target, ast.Attribute):
+            self.assign_attribute(target, self.as_val(value, node))
+        else:
+            raise KernelError(f"cannot assign to {type(target).__name__}")
+
+    def assign_subscript(self, target: ast.Subscript, value: Val) -> None:
+        base = self.visit(target.value)
+        index_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        indices = tuple(self.index_value(n) for n in index_nodes)
+        if isinstance(base, LocalArray):
+            if len(indices) != 1:
+                raise KernelError("local arrays take one index")
+            value = self.coerce(value, base.slot.type.dtype)
+            self.b.append(ir.LocalStore(self.b.loc, base.slot, indices[0].value, value.value))
+            return
+        if isinstance(base, Val) and isinstance(base.type, T.ArrayType):
+            base = ArrayView(base, ())
+        if isinstance(base, ArrayView):
+            full = base.indices + indices
+            arr = base.array
+            if len(full) != arr.type.ndim:
+                raise KernelError(
+                    f"a {arr.type.ndim}-d array needs {arr.type.ndim} indices, got {len(full)}"
+                )
+            value = self.coerce_store(value, arr.type.dtype)
+            self.b.append(ir.ArrayStore(self.b.loc, arr.value, tuple(i.value for i in full),
+                                        value.value))
+            return
+        self.assign_component(base, indices, value, target)
+
+    def coerce_store(self, value: Val, dtype: T.Type) -> Val:
+        if value.type != dtype and not value.weak:
+            raise KernelError(f"cannot store a {value.type!r} value in an array of {dtype!r}")
+        return self.coerce(value, dtype)
+
+    def assign_component(self, base, indices, value: Val, target: ast.AST) -> None:
+        raise KernelError("only arrays and local arrays support item assignment")
+
+    def assign_attribute(self, target: ast.Attribute, value: Val) -> None:
+        raise KernelError(f"cannot assign to attribute '{target.attr}'")
+
+    def visit_AugAssign(self, node: ast.AugAssign):
+        op = BINOPS.get(type(node.op))
+        if op is None:
+            raise KernelError(f"operator {type(node.op).__name__} is not supported in kernels")
+        target = node.target
+        if isinstance(target, ast.Subscript) and op in (OpCode.ADD, OpCode.SUB):
+            base = self.visit(target.value)
+            if isinstance(base, (ArrayView, Val)) and (
+                isinstance(base, ArrayView) or isinstance(base.type, T.ArrayType)
+            ):
+                self.atomic_update(base, target, op, node)
+                return
+        current = self.visit(target)
+        result = self.binary(op, current, self.visit(node.value), node)
+        self.assign(target, result, node)
+
+    def atomic_update(self, base, target: ast.Subscript, op: OpCode, node: ast.AugAssign):
+        """`a[i] += x` on an array is an atomic add, as in Warp."""
+        view = base if isinstance(base, ArrayView) else ArrayView(base, ())
+        index_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        indices = view.indices + tuple(self.index_value(n) for n in index_nodes)
+        arr = view.array
+        if len(indices) != arr.type.ndim:
+            raise KernelError(
+                f"a {arr.type.ndim}-d array needs {arr.type.ndim} indices, got {len(indices)}"
+            )
+        value = self.coerce_store(self.as_val(self.visit(node.value), node.value), arr.type.dtype)
+        kind = "add" if op == OpCode.ADD else "sub"
+        self.atomic(arr, indices, value, kind)
+
+    def atomic(self, arr: Val, indices, value: Val, kind: str) -> Val:
+        args = (arr.value, *(i.value for i in indices), value.value)
+        return Val(self.b.op(OpCode.ATOMIC, args, arr.type.dtype, kind))
+
+    # ---- control flow ---------------------------------------------------------------------
+
+    def visit_If(self, node: ast.If):
+        cond = self.truth(self.visit(node.test), node.test)
+        if cond.const is not None:  # e.g. `if kc.static(DEBUG):` or a module constant
+            self.lower_block(node.body if cond.const else node.orelse)
+            return
+        with self.b.region() as then:
+            self.lower_block(node.body)
+        with self.b.region() as other:
+            self.lower_block(node.orelse)
+        self.b.loc = self.source.loc(node)
+        self.b.append(ir.If(self.b.loc, cond.value, tuple(then), tuple(other)))
+
+    def visit_For(self, node: ast.For):
+        if node.orelse:
+            raise KernelError("for ... else is not supported in kernels")
+        call = node.iter
+        if not (isinstance(call, ast.Call) and self.is_range(call.func)):
+            raise KernelError("kernels can only loop over range(...)")
+        if call.keywords or not 1 <= len(call.args) <= 3:
+            raise KernelError("range() takes 1 to 3 positional arguments")
+        bounds = [self.as_val(self.visit(a), a) for a in call.args]
+        for b in bounds:
+            if not (isinstance(b.type, T.ScalarType) and b.type.is_int):
+                raise KernelError(f"range() needs integers, got {b.type!r}")
+        strong = {b.type for b in bounds if not b.weak}
+        if len(strong) > 1:
+            raise KernelError(f"range() arguments have different types: {sorted(map(repr, strong))}")
+        t = strong.pop() if strong else max((b.type for b in bounds), key=lambda x: x.bits)
+        vals = [self.coerce(b, t) for b in bounds]
+        if len(vals) == 1:
+            start, stop, step = Val(self.b.const(0, t)), vals[0], Val(self.b.const(1, t))
+        elif len(vals) == 2:
+            start, stop, step = vals[0], vals[1], Val(self.b.const(1, t))
+        else:
+            start, stop, step = vals
+        if step.const == 0:
+            raise KernelError("range() step must not be zero")
+        var = self.b.new_value(t)
+        self.loop_depth += 1
+        with self.b.region() as body:
+            self.assign(node.target, Val(var), node.target)
+            self.lower_block(node.body)
+        self.loop_depth -= 1
+        self.b.loc = self.source.loc(node)
+        self.b.append(ir.For(self.b.loc, var, start.value, stop.value, step.value, tuple(body)))
+
+    def visit_While(self, node: ast.While):
+        if node.orelse:
+            raise KernelError("while ... else is not supported in kernels")
+        with self.b.region() as cond_body:
+            cond = self.truth(self.visit(node.test), node.test)
+        self.loop_depth += 1
+        with self.b.region() as body:
+            self.lower_block(node.body)
+        self.loop_depth -= 1
+        self.b.loc = self.source.loc(node)
+        self.b.append(ir.While(self.b.loc, tuple(cond_body), cond.value, tuple(body)))
+
+    def visit_Break(self, node: ast.Break):
+        if self.loop_depth == 0:
+            raise KernelError("'break' outside a loop")
+        self.b.append(ir.Break(self.b.loc))
+
+    def visit_Continue(self, node: ast.Continue):
+        if self.loop_depth == 0:
+            raise KernelError("'continue' outside a loop")
+        self.b.append(ir.Continue(self.b.loc))
+
+    def visit_Return(self, node: ast.Return):
+        if self.is_kernel:
+            if node.value is not None:
+                raise KernelError("kernels cannot return a value; write results to an array")
+            self.b.append(ir.Return(self.b.loc))
+            return
+        values = () if node.value is None else self.visit(node.value)
+        items = values.items if isinstance(values, TupleVal) else (
+            () if values == () else (values,)
+        )
+        vals = [self.as_val(v, node) for v in items]
+        if self.return_types is None:
+            self.return_types = tuple(
+                (v.type if not v.weak else self.coerce(v, v.type).type) for v in vals
+            )
+        if len(vals) != len(self.return_types):
+            raise KernelError(
+                f"returns {len(vals)} values here but {len(self.return_types)} elsewhere"
+            )
+        out = []
+        for v, t in zip(vals, self.return_types):
+            if v.type != t and not v.weak:
+                raise KernelError(f"returns {v.type!r} here but {t!r} elsewhere")
+            out.append(self.coerce(v, t).value)
+        self.b.append(ir.Return(self.b.loc, tuple(out)))
+
+    def visit_Assert(self, node: ast.Assert):
+        cond = self.truth(self.visit(node.test), node.test)
+        text = ast.unparse(node.test)
+        self.b.append(ir.Assert(self.b.loc, cond.value, text))
+
+    def visit_Global(self, node: ast.Global):
+        raise KernelError("'global' is not supported in kernels")
+
+    def visit_Nonlocal(self, node: ast.Nonlocal):
+        raise KernelError("'nonlocal' is not supported in kernels")
+
+    def is_range(self, func_node: ast.expr) -> bool:
+        callee = self.visit(func_node)
+        return isinstance(callee, PyObj) and callee.obj is range

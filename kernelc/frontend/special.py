@@ -1,0 +1,166 @@
+"""Calls the front end handles itself: they shape the IR rather than compute a value.
+
+A host-side object opts in by carrying `_kc_special = "<name>"` (so `kc.zeros` is the host
+allocator outside kernels and a local fixed-size array inside them).
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from typing import Any
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.frontend.builder import Val
+from kernelc.frontend.lower_expr import LocalArray, PyObj
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+
+def special(name: str):
+    """Marks a public host function as a special form inside kernels."""
+
+    def mark(fn):
+        fn._kc_special = name
+        return fn
+
+    return mark
+
+
+@special("tid")
+def tid():
+    """The current thread's index: an int for 1-d launches, a tuple for 2-d to 4-d."""
+    raise RuntimeError("kernelc.tid() can only be called inside a kernel")
+
+
+@special("static")
+def static(expr: Any) -> Any:
+    """Evaluates `expr` when the kernel is compiled (on the host it returns `expr`)."""
+    return expr
+
+
+@special("printf")
+def printf(fmt: str, *args: Any) -> None:
+    """C-style formatted printing from kernels (on the host, Python's % formatting)."""
+    print(fmt % args, end="")
+
+
+def _tid(lowerer, node: ast.Call):
+    from kernelc.frontend.lower import TidRef
+
+    if node.args or node.keywords:
+        raise KernelError("tid() takes no arguments")
+    return TidRef()
+
+
+def _static(lowerer, node: ast.Call):
+    if len(node.args) != 1 or node.keywords:
+        raise KernelError("static() takes exactly one expression")
+    src = lowerer.source
+    scope = dict(src.globals)
+    scope.update(src.closure)
+    try:
+        code = compile(ast.Expression(node.args[0]), src.file, "eval")
+        value = eval(code, scope)  # noqa: S307  (user code, evaluated at compile time by design)
+    except Exception as err:
+        raise KernelError(f"static() expression failed: {type(err).__name__}: {err}") from None
+    return lowerer.from_python(value, node)
+
+
+_PRINTF_CODES = {
+    "int8": "%d", "int16": "%d", "int32": "%d", "int64": "%lld", "uint8": "%u", "uint16": "%u",
+    "uint32": "%u", "uint64": "%llu", "float16": "%g", "float32": "%g", "float64": "%g",
+    "bool": "%d",
+}
+
+
+def _print(lowerer, node: ast.Call):
+    if node.keywords:
+        raise KernelError("print() keyword arguments are not supported in kernels")
+    parts, args = [], []
+    for a in node.args:
+        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+            parts.append(a.value.replace("%", "%%"))
+            continue
+        v = lowerer.as_val(lowerer.visit(a), a)
+        if not isinstance(v.type, T.ScalarType):
+            parts.append(lowerer.format_value(v, args))
+            continue
+        v = lowerer.coerce(v, v.type)
+        parts.append(_PRINTF_CODES[v.type.name])
+        args.append(v.value)
+    lowerer.b.append(ir.Print(lowerer.b.loc, " ".join(parts) + "\n", tuple(args)))
+    return PyObj(None)
+
+
+def _printf(lowerer, node: ast.Call):
+    if not node.args or not (isinstance(node.args[0], ast.Constant)
+                             and isinstance(node.args[0].value, str)):
+        raise KernelError("printf() needs a constant format string first")
+    args = [lowerer.as_val(lowerer.visit(a), a) for a in node.args[1:]]
+    for v in args:
+        if not isinstance(v.type, T.ScalarType):
+            raise KernelError(f"printf() cannot format a {v.type!r}")
+    values = tuple(lowerer.coerce(v, v.type).value for v in args)
+    lowerer.b.append(ir.Print(lowerer.b.loc, node.args[0].value, values))
+    return PyObj(None)
+
+
+def _zeros(lowerer, node: ast.Call):
+    kwargs = {k.arg: k.value for k in node.keywords}
+    shape_node = node.args[0] if node.args else kwargs.get("shape")
+    dtype_node = node.args[1] if len(node.args) > 1 else kwargs.get("dtype")
+    if shape_node is None or dtype_node is None:
+        raise KernelError("a local array needs shape= and dtype=, e.g. zeros(shape=8, dtype=float)")
+    length = lowerer.static_int(shape_node, "shape of a local array")
+    if not 0 < length <= 65536:
+        raise KernelError(f"local array length must be between 1 and 65536, got {length}")
+    dtype = lowerer.eval_annotation(dtype_node)
+    if not isinstance(dtype, T.ScalarType):
+        raise KernelError(f"local arrays hold scalars, not {dtype!r}")
+    slot = lowerer.b.new_slot("local", T.LocalArrayType(dtype, length))
+    # Zero it here (not once at entry) so a local array declared in a loop starts fresh.
+    b = lowerer.b
+    i = b.new_value(T.int32)
+    with b.region() as body:
+        b.append(ir.LocalStore(b.loc, slot, i, b.const(0, dtype)))
+    b.append(ir.For(b.loc, i, b.const(0, T.int32), b.const(length, T.int32),
+                    b.const(1, T.int32), tuple(body)))
+    return LocalArray(slot)
+
+
+def _len(lowerer, node: ast.Call):
+    if len(node.args) != 1:
+        raise KernelError("len() takes one argument")
+    v = lowerer.visit(node.args[0])
+    if isinstance(v, LocalArray):
+        n = v.slot.type.length
+        return Val(lowerer.b.const(n, T.int32), const=n)
+    v = lowerer.as_val(v, node)
+    if isinstance(v.type, T.ArrayType):
+        return Val(lowerer.b.op(OpCode.ARRAY_SHAPE, (v.value,), T.int32, 0))
+    return lowerer.length_of(v)
+
+
+def _range(lowerer, node: ast.Call):
+    raise KernelError("range() can only be used as the iterable of a for loop")
+
+
+@cache
+def _handlers():
+    return {"tid": _tid, "static": _static, "print": _print, "printf": _printf, "zeros": _zeros,
+            "len": _len, "range": _range}
+
+
+_PYTHON_SPECIALS = {print: "print", len: "len", range: "range"}
+
+
+def lookup(obj: Any):
+    name = getattr(obj, "_kc_special", None)
+    if name is None:
+        try:
+            name = _PYTHON_SPECIALS.get(obj)
+        except TypeError:
+            return None
+    return _handlers().get(name) if name else None

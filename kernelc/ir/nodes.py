@@ -1,0 +1,231 @@
+"""IR nodes: frozen dataclasses, each statement carrying its source location.
+
+A function body is a Block (a tuple of statements). Values are typed SSA results of `Op`
+statements (or function parameters); a value is visible in the block that defines it and in
+the blocks nested inside. Anything that must cross a region boundary or change over time
+(a Python local assigned in a loop or a branch) lives in an explicit `Slot`. Control flow
+is structured: If / For / While regions with Break / Continue / Return, so a backend can
+lower a region under an execution mask (SIMD) or as plain C.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelc.errors import Loc
+from kernelc.types import Type
+
+
+class OpCode(enum.Enum):
+    CONST = "const"  # attr: the Python value
+    CAST = "cast"  # args: (x,); result type is the target
+    NEG = "neg"
+    NOT = "not"  # logical not of a bool
+    INVERT = "invert"  # bitwise not of an int
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"  # true division for floats, truncating for ints (C, as Warp)
+    FLOORDIV = "floordiv"
+    MOD = "mod"  # truncated remainder (C fmod / %)
+    POW = "pow"
+    BITAND = "bitand"
+    BITOR = "bitor"
+    BITXOR = "bitxor"
+    SHL = "shl"
+    SHR = "shr"
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    SELECT = "select"  # args: (cond, a, b)
+    LOAD_SLOT = "load_slot"  # attr: Slot
+    TID = "tid"  # attr: (axis, ndim); ndim 0 = the linear thread index
+    ARRAY_LOAD = "array_load"  # args: (array, *indices)
+    ARRAY_SHAPE = "array_shape"  # args: (array,); attr: axis
+    ATOMIC = "atomic"  # args: (array, *indices, value); attr: "add"|"sub"|"min"|"max"; old value
+    LOCAL_LOAD = "local_load"  # args: (index,); attr: Slot of a LocalArrayType
+    CALL = "call"  # attr: builtin key (see kernelc.builtins)
+    CALL_FUNC = "call_func"  # attr: the callee Function's name
+    EXTRACT = "extract"  # args: (tuple_value,); attr: element index
+
+
+BINARY_OPS = frozenset(
+    {
+        OpCode.ADD, OpCode.SUB, OpCode.MUL, OpCode.DIV, OpCode.FLOORDIV, OpCode.MOD,
+        OpCode.POW, OpCode.BITAND, OpCode.BITOR, OpCode.BITXOR, OpCode.SHL, OpCode.SHR,
+    }
+)
+COMPARE_OPS = frozenset({OpCode.EQ, OpCode.NE, OpCode.LT, OpCode.LE, OpCode.GT, OpCode.GE})
+UNARY_OPS = frozenset({OpCode.NEG, OpCode.NOT, OpCode.INVERT})
+# Ops with effects beyond their result: never removed or merged by passes.
+EFFECT_OPS = frozenset({OpCode.ATOMIC, OpCode.CALL_FUNC})
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A typed SSA value, unique within its function by `id`."""
+
+    id: int
+    type: Type
+
+    def __repr__(self) -> str:
+        return f"%{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A mutable local variable (or a local fixed-size array)."""
+
+    id: int
+    name: str
+    type: Type
+
+    def __repr__(self) -> str:
+        return f"${self.name}.{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class Op(Stmt):
+    """Computes `result` (None for effect-only calls) from `args`."""
+
+    result: Value | None
+    opcode: OpCode
+    args: tuple[Value, ...] = ()
+    attr: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSlot(Stmt):
+    slot: Slot
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
+class LocalStore(Stmt):
+    """`slot[index] = value` for a local fixed-size array."""
+
+    slot: Slot
+    index: Value
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayStore(Stmt):
+    array: Value
+    indices: tuple[Value, ...]
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
+class If(Stmt):
+    cond: Value
+    then_body: tuple[Stmt, ...]
+    else_body: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class For(Stmt):
+    """`for var in range(start, stop, step)`; `var` is defined anew in each iteration."""
+
+    var: Value
+    start: Value
+    stop: Value
+    step: Value
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class While(Stmt):
+    """Runs `cond_body` and tests `cond` before each iteration of `body`."""
+
+    cond_body: tuple[Stmt, ...]
+    cond: Value
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Break(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Return(Stmt):
+    """Leaves a func with `values`; in a kernel, ends the current thread."""
+
+    values: tuple[Value, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Print(Stmt):
+    """C printf; the backend promotes args as C varargs do (float -> double)."""
+
+    fmt: str
+    args: tuple[Value, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Assert(Stmt):
+    """Checked in debug mode only; `message` is the source text of the condition."""
+
+    cond: Value
+    message: str
+
+
+Block = tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """A kernel (`is_kernel`, returns nothing, one call per thread) or a func."""
+
+    name: str
+    params: tuple[Value, ...]
+    param_names: tuple[str, ...]
+    return_types: tuple[Type, ...]
+    body: Block
+    slots: tuple[Slot, ...]
+    is_kernel: bool
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """A kernel together with every func it reaches, callees first."""
+
+    kernel: Function
+    funcs: tuple[Function, ...] = field(default=())
+
+    def func(self, name: str) -> Function:
+        for f in self.funcs:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+
+def walk(block: Block):
+    """Every statement of `block` and of the regions nested in it, in order."""
+    for stmt in block:
+        yield stmt
+        if isinstance(stmt, If):
+            yield from walk(stmt.then_body)
+            yield from walk(stmt.else_body)
+        elif isinstance(stmt, For):
+            yield from walk(stmt.body)
+        elif isinstance(stmt, While):
+            yield from walk(stmt.cond_body)
+            yield from walk(stmt.body)

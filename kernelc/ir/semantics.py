@@ -1,0 +1,117 @@
+"""The meaning of each scalar op, executable in Python.
+
+Used to fold constants (front end and the constant-propagation pass) and as the reference
+the backends are tested against: Warp's/C's rules, with integers wrapped to their width.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from kernelc import types as T
+from kernelc.ir.nodes import OpCode
+
+
+def wrap(value: int, t: T.ScalarType) -> int:
+    mask = (1 << t.bits) - 1
+    value &= mask
+    if t.kind == "int" and value >> (t.bits - 1):
+        value -= 1 << t.bits
+    return value
+
+
+def to_type(value: Any, t: T.ScalarType) -> Any:
+    """C conversion of a Python number to `t` (float -> int truncates)."""
+    if t.is_bool:
+        return bool(value)
+    if t.is_float:
+        return float(t.np_dtype.type(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return 0
+        value = math.trunc(value)
+    return wrap(int(value), t)
+
+
+def _int_div(a: int, b: int, t: T.ScalarType) -> int:
+    if b == 0:
+        return 0  # defined here instead of trapping; see docs/language.md
+    q = abs(a) // abs(b)
+    return wrap(q if (a >= 0) == (b >= 0) else -q, t)
+
+
+def _int_floordiv(a: int, b: int, t: T.ScalarType) -> int:
+    return 0 if b == 0 else wrap(a // b, t)
+
+
+def _int_mod(a: int, b: int, t: T.ScalarType) -> int:
+    if b == 0:
+        return 0
+    return wrap(a - b * _int_div(a, b, t), t)
+
+
+def _float_mod(a: float, b: float) -> float:
+    return math.fmod(a, b) if b != 0 and math.isfinite(a) else math.nan
+
+
+def eval_binary(op: OpCode, a: Any, b: Any, t: T.ScalarType) -> Any:
+    """`a op b` for operands of type `t`; the result for arithmetic ops has type `t`."""
+    if t.is_float:
+        f = t.np_dtype.type
+        with np.errstate(all="ignore"):
+            x, y = f(a), f(b)
+            result = {
+                OpCode.ADD: lambda: x + y,
+                OpCode.SUB: lambda: x - y,
+                OpCode.MUL: lambda: x * y,
+                OpCode.DIV: lambda: x / y,
+                OpCode.FLOORDIV: lambda: np.floor(x / y),
+                OpCode.MOD: lambda: f(_float_mod(float(x), float(y))),
+                OpCode.POW: lambda: f(np.power(x, y)),
+            }[op]()
+        return float(result)
+    if op == OpCode.DIV:
+        return _int_div(a, b, t)
+    if op == OpCode.FLOORDIV:
+        return _int_floordiv(a, b, t)
+    if op == OpCode.MOD:
+        return _int_mod(a, b, t)
+    if op == OpCode.SHL:
+        return wrap(a << (b & (t.bits - 1)), t)
+    if op == OpCode.SHR:
+        return wrap(a >> (b & (t.bits - 1)), t)
+    if op == OpCode.POW:
+        return wrap(int(a) ** int(b), t) if b >= 0 else 0
+    result = {
+        OpCode.ADD: lambda: a + b,
+        OpCode.SUB: lambda: a - b,
+        OpCode.MUL: lambda: a * b,
+        OpCode.BITAND: lambda: a & b,
+        OpCode.BITOR: lambda: a | b,
+        OpCode.BITXOR: lambda: a ^ b,
+    }[op]()
+    return bool(result) if t.is_bool else wrap(result, t)
+
+
+def eval_compare(op: OpCode, a: Any, b: Any) -> bool:
+    return {
+        OpCode.EQ: a == b,
+        OpCode.NE: a != b,  # true for NaN operands, as C's !=
+        OpCode.LT: a < b,
+        OpCode.LE: a <= b,
+        OpCode.GT: a > b,
+        OpCode.GE: a >= b,
+    }[op]
+
+
+def eval_unary(op: OpCode, a: Any, t: T.ScalarType) -> Any:
+    if op == OpCode.NOT:
+        return not a
+    if op == OpCode.NEG:
+        return float(-t.np_dtype.type(a)) if t.is_float else wrap(-a, t)
+    if op == OpCode.INVERT:
+        return wrap(~a, t)
+    raise KeyError(op)

@@ -1,0 +1,224 @@
+"""The type vocabulary shared by the front end, the IR, the backends and the runtime.
+
+Types are immutable, hashable values. The scalar types double as the public names
+(`kc.float32`, `kc.int64`, ...): calling one on the host converts a Python value to the
+matching NumPy scalar, as Warp's scalar types do.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Any as _Any
+
+import numpy as np
+
+
+class Type:
+    """Base of every kernelc type."""
+
+    __slots__ = ()
+
+    @property
+    def size(self) -> int:
+        """Size in bytes of one value in memory."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarType(Type):
+    """A scalar: `kind` is "int", "uint", "float" or "bool"; `bits` its width."""
+
+    name: str
+    kind: str
+    bits: int
+
+    @property
+    def size(self) -> int:
+        return 1 if self.kind == "bool" else self.bits // 8
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in ("int", "float")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(_NP_NAMES[self.name])
+
+    def __call__(self, value: _Any) -> _Any:
+        """Host-side conversion, e.g. `kc.float32(1.5)` -> `numpy.float32(1.5)`."""
+        return self.np_dtype.type(value)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class VectorType(Type):
+    """A fixed-length vector of scalars (`vec3` = VectorType(3, float32))."""
+
+    length: int
+    dtype: ScalarType
+    name: str = ""
+
+    @property
+    def size(self) -> int:
+        return self.length * self.dtype.size
+
+    def __repr__(self) -> str:
+        return self.name or f"vector({self.length}, {self.dtype.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixType(Type):
+    """A row-major matrix of scalars (`mat33` = MatrixType((3, 3), float32))."""
+
+    shape: tuple[int, int]
+    dtype: ScalarType
+    name: str = ""
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1] * self.dtype.size
+
+    def __repr__(self) -> str:
+        return self.name or f"matrix({self.shape}, {self.dtype.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayType(Type):
+    """A strided view of device memory, as seen by a kernel."""
+
+    dtype: Type
+    ndim: int
+
+    @property
+    def size(self) -> int:
+        # data pointer + shape + byte strides, all 64-bit.
+        return 8 + 16 * self.ndim
+
+    def __repr__(self) -> str:
+        return f"array(dtype={self.dtype!r}, ndim={self.ndim})"
+
+
+@dataclass(frozen=True, slots=True)
+class LocalArrayType(Type):
+    """A fixed-size array living in a thread's registers/stack (`kc.zeros` in a kernel)."""
+
+    dtype: ScalarType
+    length: int
+
+    @property
+    def size(self) -> int:
+        return self.length * self.dtype.size
+
+    def __repr__(self) -> str:
+        return f"local_array({self.dtype.name}, {self.length})"
+
+
+@dataclass(frozen=True, slots=True)
+class TupleType(Type):
+    """Several values at once: a func returning more than one value, `kc.tid()` in N-D."""
+
+    elements: tuple[Type, ...]
+
+    @property
+    def size(self) -> int:
+        return builtins.sum(t.size for t in self.elements)
+
+    def __repr__(self) -> str:
+        return "tuple(" + ", ".join(repr(t) for t in self.elements) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class VoidType(Type):
+    @property
+    def size(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "void"
+
+
+void = VoidType()
+
+bool_ = ScalarType("bool", "bool", 8)
+int8 = ScalarType("int8", "int", 8)
+int16 = ScalarType("int16", "int", 16)
+int32 = ScalarType("int32", "int", 32)
+int64 = ScalarType("int64", "int", 64)
+uint8 = ScalarType("uint8", "uint", 8)
+uint16 = ScalarType("uint16", "uint", 16)
+uint32 = ScalarType("uint32", "uint", 32)
+uint64 = ScalarType("uint64", "uint", 64)
+float16 = ScalarType("float16", "float", 16)
+float32 = ScalarType("float32", "float", 32)
+float64 = ScalarType("float64", "float", 64)
+
+_NP_NAMES = {
+    "bool": "bool",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+}
+
+SCALAR_TYPES: tuple[ScalarType, ...] = (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
+)
+_BY_NP_DTYPE = {t.np_dtype: t for t in SCALAR_TYPES}
+
+# Python's own names used as annotations mean Warp's defaults.
+_PYTHON_TYPES = {int: int32, float: float32, bool: bool_}
+
+
+def from_numpy_dtype(dtype: _Any) -> ScalarType:
+    """The scalar type of a NumPy dtype; raises TypeError for dtypes kernelc lacks."""
+    try:
+        return _BY_NP_DTYPE[np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(f"NumPy dtype {dtype!r} has no kernelc equivalent") from None
+
+
+def as_type(obj: _Any) -> Type | None:
+    """The kernelc type an annotation or dtype argument denotes, or None."""
+    if isinstance(obj, Type):
+        return obj
+    if isinstance(obj, type) and obj in _PYTHON_TYPES:
+        return _PYTHON_TYPES[obj]
+    kc_type = getattr(obj, "_kc_type", None)  # structs and array annotations carry one
+    if isinstance(kc_type, Type):
+        return kc_type
+    if isinstance(obj, (np.dtype, type)):
+        try:
+            return from_numpy_dtype(obj)
+        except TypeError:
+            return None
+    return None
+
+
+def is_scalar(t: Type) -> bool:
+    return isinstance(t, ScalarType)
+
+
+def is_numeric(t: Type) -> bool:
+    return isinstance(t, ScalarType) and not t.is_bool
