@@ -1,0 +1,1 @@
+"""Devices, arrays, compiled-kernel cache and launches. Never parses Python."""

@@ -1,0 +1,1 @@
+"""Timing and profiling: ScopedTimer, activity timing, events, kernel history, NVTX, traces."""
