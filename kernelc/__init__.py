@@ -25,3 +25,18 @@ globals().update({name: entry for name, entry in _BUILTINS.items()})
 # ---- runtime: launch, compile, cache -----------------------------------------------------
 
 # ---- timing and profiling ----------------------------------------------------------------
+from kernelc.timing.flags import (  # noqa: E402
+    TIMING_ALL, TIMING_GRAPH, TIMING_KERNEL, TIMING_KERNEL_BUILTIN, TIMING_MEMCPY, TIMING_MEMSET,
+)
+from kernelc.timing.activity import (  # noqa: E402
+    TimingResult, timing_begin, timing_end, timing_print,
+)
+from kernelc.timing.timer import ScopedTimer  # noqa: E402
+from kernelc.timing.events import (  # noqa: E402
+    Event, get_event_elapsed_time, record_event, synchronize_event, wait_event,
+)
+from kernelc.timing.history import (  # noqa: E402
+    JitFlag, flag, kernel_history, scoped_set_flag, set_flag,
+)
+from kernelc.timing.nvtx import profile_enable, profile_mark, profile_range  # noqa: E402
+from kernelc.timing.trace import trace_begin, trace_end, trace_export  # noqa: E402

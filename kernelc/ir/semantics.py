@@ -24,16 +24,27 @@ def wrap(value: int, t: T.ScalarType) -> int:
 
 
 def to_type(value: Any, t: T.ScalarType) -> Any:
-    """C conversion of a Python number to `t` (float -> int truncates)."""
+    """Conversion of a Python number to `t`: float -> int truncates toward zero and
+    saturates at the type's range (NaN -> 0), as LLVM's fptosi.sat and PTX cvt.rzi.sat do."""
     if t.is_bool:
         return bool(value)
     if t.is_float:
-        return float(t.np_dtype.type(value))
+        with np.errstate(over="ignore"):
+            return float(t.np_dtype.type(value))
     if isinstance(value, float):
-        if not math.isfinite(value):
+        if math.isnan(value):
             return 0
-        value = math.trunc(value)
+        lo, hi = int_range(t)
+        if math.isinf(value):
+            return hi if value > 0 else lo
+        return min(max(math.trunc(value), lo), hi)
     return wrap(int(value), t)
+
+
+def int_range(t: T.ScalarType) -> tuple[int, int]:
+    if t.kind == "uint":
+        return 0, (1 << t.bits) - 1
+    return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
 
 
 def _int_div(a: int, b: int, t: T.ScalarType) -> int:

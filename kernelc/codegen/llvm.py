@@ -1,0 +1,519 @@
+"""IR -> LLVM IR for the CPU (through llvmlite's IRBuilder).
+
+A kernel becomes `void entry(ptr args, i64 start, i64 end)` running thread indices
+[start, end) in a loop; the loop body is the kernel, so LLVM's loop vectoriser turns
+simple kernels into SIMD code across threads. `args` points at a struct laid out as
+`{[4 x i64] dims, ptr error, param0, param1, ...}` (C layout, bool as one byte, arrays
+as `{ptr data, [n x i64] shape, [n x i64] byte strides}`); the runtime packs the same
+layout with ctypes. Funcs become internal always-inline functions that take the args
+pointer and the linear thread index as two hidden leading parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir as ll
+
+from kernelc import types as T
+from kernelc.codegen import llvm_ops as ops
+from kernelc.codegen.llvm_ops import I1, I8, I32, I64, PTR, llvm_type
+from kernelc.errors import Loc
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+ERROR_STRUCT = ll.LiteralStructType([I32, I32, I32, I32, ll.ArrayType(I64, 4), ll.ArrayType(I64, 4)])
+ERROR_OUT_OF_BOUNDS = 1
+ERROR_ASSERT = 2
+ERROR_LOCAL_OUT_OF_BOUNDS = 3
+
+
+@dataclass(frozen=True)
+class LlvmOptions:
+    debug: bool = False  # bounds checks and asserts
+    vector_width: int = 512  # the "prefer-vector-width" attribute of the entry function
+
+
+@dataclass(frozen=True)
+class LlvmSource:
+    text: str
+    entry: str
+    check_locs: tuple[Loc, ...]  # indexed by the error record's check_id
+    has_print: bool
+
+
+def args_struct(params: tuple[T.Type, ...]) -> ll.LiteralStructType:
+    fields = [ll.ArrayType(I64, 4), PTR] + [llvm_type(t, memory=True) for t in params]
+    return ll.LiteralStructType(fields)
+
+
+def emit_llvm(module: ir.Module, entry: str, options: LlvmOptions) -> LlvmSource:
+    """LLVM IR text for `module`; the kernel's entry function is named `entry`."""
+    llmod = ll.Module(name=entry)
+    state = _ModuleState(llmod, options, entry, args_struct(tuple(p.type for p in module.kernel.params)))
+    for fn in module.funcs:
+        state.declare_func(fn)
+    for fn in module.funcs:
+        FunctionEmitter(state, fn).emit_func()
+    FunctionEmitter(state, module.kernel).emit_kernel()
+    text = _add_entry_attributes(str(llmod), entry, options)
+    return LlvmSource(text, entry, tuple(state.check_locs), state.has_print)
+
+
+def _add_entry_attributes(text: str, entry: str, options: LlvmOptions) -> str:
+    # llvmlite only knows enum attributes; string attributes go into the text.
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("define") and (f'@"{entry}"(' in line or f"@{entry}(" in line):
+            lines[i] = line + " #0"
+            break
+    attrs = f'attributes #0 = {{ nounwind "prefer-vector-width"="{options.vector_width}" }}'
+    return "\n".join(lines) + "\n" + attrs + "\n"
+
+
+class _ModuleState:
+    def __init__(self, llmod: ll.Module, options: LlvmOptions, entry: str, args_type):
+        self.llmod = llmod
+        self.options = options
+        self.entry = entry
+        self.args_type = args_type
+        self.funcs: dict[str, ll.Function] = {}
+        self.check_locs: list[Loc] = []
+        self.has_print = False
+        self._strings: dict[str, ll.GlobalVariable] = {}
+
+    def declare_func(self, fn: ir.Function) -> None:
+        ret = _return_type(fn)
+        params = [PTR, I64] + [llvm_type(p.type) for p in fn.params]
+        f = ll.Function(self.llmod, ll.FunctionType(ret, params), f"{self.entry}__{fn.name}")
+        f.linkage = "internal"
+        f.attributes.add("alwaysinline")
+        f.attributes.add("nounwind")
+        self.funcs[fn.name] = f
+
+    def check_id(self, loc: Loc) -> int:
+        self.check_locs.append(loc)
+        return len(self.check_locs) - 1
+
+    def string(self, text: str) -> ll.GlobalVariable:
+        if text not in self._strings:
+            data = bytearray(text.encode("utf-8")) + b"\0"
+            arr = ll.ArrayType(I8, len(data))
+            g = ll.GlobalVariable(self.llmod, arr, f"str.{len(self._strings)}")
+            g.linkage = "private"
+            g.global_constant = True
+            g.initializer = ll.Constant(arr, data)
+            self._strings[text] = g
+        return self._strings[text]
+
+
+def _return_type(fn: ir.Function) -> ll.Type:
+    if not fn.return_types:
+        return ll.VoidType()
+    if len(fn.return_types) == 1:
+        return llvm_type(fn.return_types[0])
+    return llvm_type(T.TupleType(fn.return_types))
+
+
+class FunctionEmitter:
+    """Emits one IR function; statements and ops dispatch through tables."""
+
+    def __init__(self, state: _ModuleState, fn: ir.Function):
+        self.state = state
+        self.fn = fn
+        self.values: dict[int, ll.Value] = {}
+        self.consts: dict[int, object] = {}
+        self.slots: dict[int, ll.Value] = {}
+        self.loops: list[tuple[ll.Block, ll.Block]] = []
+        self.debug = state.options.debug
+
+    # ---- function shells ------------------------------------------------------------------
+
+    def emit_kernel(self) -> None:
+        fnty = ll.FunctionType(ll.VoidType(), [PTR, I64, I64])
+        f = ll.Function(self.state.llmod, fnty, self.state.entry)
+        args, start, end = f.args
+        self.llfn = f
+        self.entry_block = f.append_basic_block("entry")
+        b = self.b = ll.IRBuilder(self.entry_block)
+        self.ctx = args
+        for i, p in enumerate(self.fn.params):
+            ptr = b.gep(args, [I32(0), I32(2 + i)], source_etype=self.state.args_type)
+            mem = b.load(ptr, typ=llvm_type(p.type, memory=True))
+            self.values[p.id] = ops.from_memory(b, mem, p.type)
+        self.alloc_slots()
+        cond_bb = f.append_basic_block("thread.cond")
+        body_bb = f.append_basic_block("thread.body")
+        latch_bb = f.append_basic_block("thread.next")
+        exit_bb = f.append_basic_block("exit")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        tid = b.phi(I64, "tid")
+        tid.add_incoming(start, self.entry_block)
+        b.cbranch(b.icmp_signed("<", tid, end), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.tid = tid
+        self.thread_exit = latch_bb
+        self.zero_slots()
+        self.emit_block(self.fn.body)
+        if not b.block.is_terminated:
+            b.branch(latch_bb)
+        b.position_at_end(latch_bb)
+        nxt = b.add(tid, I64(1))
+        tid.add_incoming(nxt, latch_bb)
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)
+        b.ret_void()
+
+    def emit_func(self) -> None:
+        f = self.state.funcs[self.fn.name]
+        self.llfn = f
+        self.entry_block = f.append_basic_block("entry")
+        self.b = ll.IRBuilder(self.entry_block)
+        self.ctx, self.tid = f.args[0], f.args[1]
+        for p, a in zip(self.fn.params, f.args[2:]):
+            self.values[p.id] = a
+        self.thread_exit = None
+        self.alloc_slots()
+        self.zero_slots()
+        self.emit_block(self.fn.body)
+        if not self.b.block.is_terminated:
+            self.return_zero()
+
+    def alloc_slots(self) -> None:
+        for s in self.fn.slots:
+            mem = isinstance(s.type, T.LocalArrayType)
+            self.slots[s.id] = self.b.alloca(llvm_type(s.type, memory=mem), name=s.name)
+
+    def zero_slots(self) -> None:
+        for s in self.fn.slots:
+            if not isinstance(s.type, T.LocalArrayType):  # local arrays are zeroed where declared
+                self.b.store(ops.zero(s.type), self.slots[s.id])
+
+    def return_zero(self) -> None:
+        ret = self.llfn.function_type.return_type
+        if isinstance(ret, ll.VoidType):
+            self.b.ret_void()
+        else:
+            self.b.ret(ll.Constant(ret, None))
+
+    # ---- statements -----------------------------------------------------------------------
+
+    def emit_block(self, block: ir.Block) -> None:
+        for stmt in block:
+            if self.b.block.is_terminated:  # code after break/continue/return: unreachable
+                self.b.position_at_end(self.llfn.append_basic_block("dead"))
+            _STMT[type(stmt)](self, stmt)
+
+    def emit_op(self, s: ir.Op) -> None:
+        if s.opcode == OpCode.CONST:
+            self.consts[s.result.id] = s.attr
+        v = _OPS[s.opcode](self, s)
+        if s.result is not None:
+            self.values[s.result.id] = v
+
+    def v(self, value: ir.Value) -> ll.Value:
+        return self.values[value.id]
+
+    def emit_store_slot(self, s: ir.StoreSlot) -> None:
+        self.b.store(self.v(s.value), self.slots[s.slot.id])
+
+    def emit_if(self, s: ir.If) -> None:
+        with self.b.if_else(self.v(s.cond)) as (then, other):
+            with then:
+                self.emit_block(s.then_body)
+            with other:
+                self.emit_block(s.else_body)
+
+    def emit_for(self, s: ir.For) -> None:
+        b = self.b
+        start, stop, step = self.v(s.start), self.v(s.stop), self.v(s.step)
+        pre = b.block
+        cond_bb = self.llfn.append_basic_block("for.cond")
+        body_bb = self.llfn.append_basic_block("for.body")
+        latch_bb = self.llfn.append_basic_block("for.next")
+        exit_bb = self.llfn.append_basic_block("for.end")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.phi(start.type)
+        i.add_incoming(start, pre)
+        b.cbranch(self._range_test(s, i, stop, step), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.values[s.var.id] = i
+        self.loops.append((latch_bb, exit_bb))
+        self.emit_block(s.body)
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(latch_bb)
+        b.position_at_end(latch_bb)
+        i.add_incoming(b.add(i, step), latch_bb)
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)
+
+    def _range_test(self, s: ir.For, i, stop, step):
+        b = self.b
+        signed = s.var.type.kind == "int"
+        cmp = b.icmp_signed if signed else b.icmp_unsigned
+        known = self.consts.get(s.step.id)
+        if known is not None:
+            return cmp("<" if known > 0 else ">", i, stop)
+        up = cmp(">", step, ll.Constant(step.type, 0))
+        return b.select(up, cmp("<", i, stop), cmp(">", i, stop))
+
+    def emit_while(self, s: ir.While) -> None:
+        b = self.b
+        cond_bb = self.llfn.append_basic_block("while.cond")
+        body_bb = self.llfn.append_basic_block("while.body")
+        exit_bb = self.llfn.append_basic_block("while.end")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        self.emit_block(s.cond_body)
+        b.cbranch(self.v(s.cond), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.loops.append((cond_bb, exit_bb))
+        self.emit_block(s.body)
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(cond_bb)
+        b.position_at_end(exit_bb)
+
+    def emit_break(self, s: ir.Break) -> None:
+        self.b.branch(self.loops[-1][1])
+
+    def emit_continue(self, s: ir.Continue) -> None:
+        self.b.branch(self.loops[-1][0])
+
+    def emit_return(self, s: ir.Return) -> None:
+        if self.fn.is_kernel:
+            self.b.branch(self.thread_exit)
+        elif not s.values:
+            self.b.ret_void()
+        elif len(s.values) == 1:
+            self.b.ret(self.v(s.values[0]))
+        else:
+            agg = ll.Constant(self.llfn.function_type.return_type, None)
+            for i, val in enumerate(s.values):
+                agg = self.b.insert_value(agg, self.v(val), i)
+            self.b.ret(agg)
+
+    def emit_array_store(self, s: ir.ArrayStore) -> None:
+        arr_t = s.array.type
+        ptr = self.element_ptr(s.array, s.indices, s.loc)
+        self.b.store(ops.to_memory(self.b, self.v(s.value), arr_t.dtype), ptr)
+
+    def emit_local_store(self, s: ir.LocalStore) -> None:
+        ptr, ok = self.local_ptr(s.slot, s.index, s.loc)
+        with self.b.if_then(ok, likely=True):
+            self.b.store(ops.to_memory(self.b, self.v(s.value), s.slot.type.dtype), ptr)
+
+    def emit_print(self, s: ir.Print) -> None:
+        self.state.has_print = True
+        printf = self.state.llmod.globals.get("printf")
+        if printf is None:
+            printf = ll.Function(self.state.llmod, ll.FunctionType(I32, [PTR], var_arg=True),
+                                 "printf")
+        args = [self.state.string(s.fmt)]
+        for a in s.args:
+            val, t = self.v(a), a.type
+            if t.is_float:
+                val = self.b.fpext(val, ll.DoubleType()) if t.bits < 64 else val
+            elif t.bits < 32:
+                val = (self.b.sext if t.kind == "int" else self.b.zext)(val, I32)
+            args.append(val)
+        self.b.call(printf, args)
+
+    def emit_assert(self, s: ir.Assert) -> None:
+        if self.debug:
+            self.check(self.v(s.cond), ERROR_ASSERT, s.loc, (), ())
+
+    # ---- memory ---------------------------------------------------------------------------
+
+    def element_ptr(self, array: ir.Value, indices, loc: Loc) -> ll.Value:
+        b = self.b
+        arr = self.v(array)
+        t: T.ArrayType = array.type
+        elem = llvm_type(t.dtype, memory=True)
+        idx64 = [b.sext(self.v(i), I64) if i.type.bits < 64 else self.v(i) for i in indices]
+        shapes = [b.extract_value(arr, [1, k]) for k in range(t.ndim)]
+        if self.debug:
+            ok = None
+            for i, n in zip(idx64, shapes):
+                inb = b.icmp_unsigned("<", i, n)
+                ok = inb if ok is None else b.and_(ok, inb)
+            self.check(ok, ERROR_OUT_OF_BOUNDS, loc, idx64, shapes)
+        size = I64(t.dtype.size)
+        offset = None
+        for k, i in enumerate(idx64):
+            # Strides arrive in bytes; in elements LLVM can version loops on unit stride.
+            stride = b.sdiv(b.extract_value(arr, [2, k]), size, flags=["exact"])
+            term = b.mul(i, stride)
+            offset = term if offset is None else b.add(offset, term)
+        return b.gep(b.extract_value(arr, 0), [offset], source_etype=elem)
+
+    def local_ptr(self, slot: ir.Slot, index: ir.Value, loc: Loc):
+        b = self.b
+        t: T.LocalArrayType = slot.type
+        i = self.v(index)
+        i64 = b.sext(i, I64) if index.type.bits < 64 else i
+        ok = b.icmp_unsigned("<", i64, I64(t.length))
+        if self.debug:
+            self.check(ok, ERROR_LOCAL_OUT_OF_BOUNDS, loc, [i64], [I64(t.length)])
+        safe = b.select(ok, i64, I64(0))
+        ptr = b.gep(self.slots[slot.id], [I64(0), safe], source_etype=llvm_type(t, memory=True))
+        return ptr, ok
+
+    def check(self, ok, code: int, loc: Loc, index, shape) -> None:
+        """Debug check: on failure record the first error and leave the kernel."""
+        b = self.b
+        check_id = self.state.check_id(loc)
+        fail_bb = self.llfn.append_basic_block("check.fail")
+        cont_bb = self.llfn.append_basic_block("check.ok")
+        b.cbranch(ok, cont_bb, fail_bb)
+        b.position_at_end(fail_bb)
+        err = b.load(b.gep(self.ctx, [I32(0), I32(1)], source_etype=self.state.args_type), typ=PTR)
+        code_ptr = b.gep(err, [I32(0), I32(0)], source_etype=ERROR_STRUCT)
+        won = b.extract_value(b.cmpxchg(code_ptr, I32(0), I32(code), "monotonic", "monotonic"), 1)
+        with b.if_then(won):
+            b.store(I32(check_id), b.gep(err, [I32(0), I32(1)], source_etype=ERROR_STRUCT))
+            b.store(I32(len(index)), b.gep(err, [I32(0), I32(2)], source_etype=ERROR_STRUCT))
+            for k, (i, n) in enumerate(zip(index, shape)):
+                b.store(i, b.gep(err, [I32(0), I32(4), I32(k)], source_etype=ERROR_STRUCT))
+                b.store(n, b.gep(err, [I32(0), I32(5), I32(k)], source_etype=ERROR_STRUCT))
+        if self.fn.is_kernel:
+            b.ret_void()
+        else:
+            self.return_zero()  # the caller sees the error code and leaves too
+        b.position_at_end(cont_bb)
+
+    def after_call_check(self) -> None:
+        b = self.b
+        err = b.load(b.gep(self.ctx, [I32(0), I32(1)], source_etype=self.state.args_type), typ=PTR)
+        code = b.load(b.gep(err, [I32(0), I32(0)], source_etype=ERROR_STRUCT), typ=I32)
+        failed = b.icmp_unsigned("!=", code, I32(0))
+        with b.if_then(failed, likely=False):
+            if self.fn.is_kernel:
+                b.ret_void()
+            else:
+                self.return_zero()
+
+
+# ---- op lowering table ----------------------------------------------------------------------
+
+
+def _op_const(e: FunctionEmitter, s: ir.Op):
+    return ops.const(s.result.type, s.attr)
+
+
+def _op_binary(e: FunctionEmitter, s: ir.Op):
+    a, b = s.args
+    return ops.binary(e.b, s.opcode, e.v(a), e.v(b), a.type)
+
+
+def _op_compare(e: FunctionEmitter, s: ir.Op):
+    a, b = s.args
+    return ops.compare(e.b, s.opcode, e.v(a), e.v(b), a.type)
+
+
+def _op_unary(e: FunctionEmitter, s: ir.Op):
+    return ops.unary(e.b, s.opcode, e.v(s.args[0]), s.args[0].type)
+
+
+def _op_cast(e: FunctionEmitter, s: ir.Op):
+    return ops.cast(e.b, e.v(s.args[0]), s.args[0].type, s.result.type)
+
+
+def _op_select(e: FunctionEmitter, s: ir.Op):
+    c, a, b = (e.v(x) for x in s.args)
+    return e.b.select(c, a, b)
+
+
+def _op_load_slot(e: FunctionEmitter, s: ir.Op):
+    return e.b.load(e.slots[s.attr.id], typ=llvm_type(s.result.type))
+
+
+def _op_tid(e: FunctionEmitter, s: ir.Op):
+    b = e.b
+    axis, ndim = s.attr
+    linear = e.tid
+    if ndim > 0:
+        dims = [
+            b.load(b.gep(e.ctx, [I32(0), I32(0), I32(k)], source_etype=e.state.args_type), typ=I64)
+            for k in range(ndim)
+        ]
+        stride = I64(1)
+        for d in dims[axis + 1:]:
+            stride = b.mul(stride, d)
+        linear = b.urem(b.udiv(linear, stride), dims[axis])
+    return b.trunc(linear, I32)
+
+
+def _op_array_load(e: FunctionEmitter, s: ir.Op):
+    ptr = e.element_ptr(s.args[0], s.args[1:], s.loc)
+    dtype = s.args[0].type.dtype
+    return ops.from_memory(e.b, e.b.load(ptr, typ=llvm_type(dtype, memory=True)), dtype)
+
+
+def _op_array_shape(e: FunctionEmitter, s: ir.Op):
+    return e.b.trunc(e.b.extract_value(e.v(s.args[0]), [1, s.attr]), I32)
+
+
+_ATOMIC_OPS = {
+    ("add", "int"): "add", ("sub", "int"): "sub", ("min", "int"): "min", ("max", "int"): "max",
+    ("add", "uint"): "add", ("sub", "uint"): "sub", ("min", "uint"): "umin",
+    ("max", "uint"): "umax", ("add", "float"): "fadd", ("sub", "float"): "fsub",
+    ("min", "float"): "fmin", ("max", "float"): "fmax",
+}
+
+
+def _op_atomic(e: FunctionEmitter, s: ir.Op):
+    arr, *indices, value = s.args
+    ptr = e.element_ptr(arr, indices, s.loc)
+    op = _ATOMIC_OPS[(s.attr, arr.type.dtype.kind)]
+    return e.b.atomic_rmw(op, ptr, e.v(value), "monotonic")
+
+
+def _op_local_load(e: FunctionEmitter, s: ir.Op):
+    ptr, ok = e.local_ptr(s.attr, s.args[0], s.loc)
+    dtype = s.attr.type.dtype
+    val = ops.from_memory(e.b, e.b.load(ptr, typ=llvm_type(dtype, memory=True)), dtype)
+    return e.b.select(ok, val, ops.zero(dtype))
+
+
+def _op_call(e: FunctionEmitter, s: ir.Op):
+    return ops.BUILTIN_LOWERING[s.attr](e.b, [e.v(a) for a in s.args])
+
+
+def _op_call_func(e: FunctionEmitter, s: ir.Op):
+    callee = e.state.funcs[s.attr]
+    result = e.b.call(callee, [e.ctx, e.tid] + [e.v(a) for a in s.args])
+    if e.debug:
+        e.after_call_check()
+    return result
+
+
+def _op_extract(e: FunctionEmitter, s: ir.Op):
+    return e.b.extract_value(e.v(s.args[0]), s.attr)
+
+
+_OPS = {
+    OpCode.CONST: _op_const, OpCode.CAST: _op_cast, OpCode.SELECT: _op_select,
+    OpCode.LOAD_SLOT: _op_load_slot, OpCode.TID: _op_tid, OpCode.ARRAY_LOAD: _op_array_load,
+    OpCode.ARRAY_SHAPE: _op_array_shape, OpCode.ATOMIC: _op_atomic,
+    OpCode.LOCAL_LOAD: _op_local_load, OpCode.CALL: _op_call, OpCode.CALL_FUNC: _op_call_func,
+    OpCode.EXTRACT: _op_extract,
+}
+_OPS.update({op: _op_binary for op in ir.BINARY_OPS})
+_OPS.update({op: _op_compare for op in ir.COMPARE_OPS})
+_OPS.update({op: _op_unary for op in ir.UNARY_OPS})
+
+_STMT = {
+    ir.Op: FunctionEmitter.emit_op, ir.StoreSlot: FunctionEmitter.emit_store_slot,
+    ir.If: FunctionEmitter.emit_if, ir.For: FunctionEmitter.emit_for,
+    ir.While: FunctionEmitter.emit_while, ir.Break: FunctionEmitter.emit_break,
+    ir.Continue: FunctionEmitter.emit_continue, ir.Return: FunctionEmitter.emit_return,
+    ir.ArrayStore: FunctionEmitter.emit_array_store,
+    ir.LocalStore: FunctionEmitter.emit_local_store, ir.Print: FunctionEmitter.emit_print,
+    ir.Assert: FunctionEmitter.emit_assert,
+}
+
+__all__ = ["LlvmOptions", "LlvmSource", "emit_llvm", "args_struct", "ERROR_STRUCT", "I1"]

@@ -1,0 +1,235 @@
+"""LLVM lowering of scalar IR ops and primitive builtins (tables, one function per op)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir as ll
+
+from kernelc import types as T
+from kernelc.ir.nodes import OpCode
+
+I1 = ll.IntType(1)
+I8 = ll.IntType(8)
+I32 = ll.IntType(32)
+I64 = ll.IntType(64)
+PTR = ll.PointerType()
+
+
+def llvm_type(t: T.Type, memory: bool = False) -> ll.Type:
+    """The LLVM type of a value (`memory=True`: its in-memory form; bool is then one byte)."""
+    if isinstance(t, T.ScalarType):
+        if t.is_bool:
+            return I8 if memory else I1
+        if t.is_float:
+            return {16: ll.HalfType(), 32: ll.FloatType(), 64: ll.DoubleType()}[t.bits]
+        return ll.IntType(t.bits)
+    if isinstance(t, T.ArrayType):
+        shape = ll.ArrayType(I64, t.ndim)
+        return ll.LiteralStructType([PTR, shape, shape])
+    if isinstance(t, T.TupleType):
+        return ll.LiteralStructType([llvm_type(e, memory) for e in t.elements])
+    if isinstance(t, T.LocalArrayType):
+        return ll.ArrayType(llvm_type(t.dtype, memory=True), t.length)
+    if isinstance(t, T.VoidType):
+        return ll.VoidType()
+    raise NotImplementedError(f"the CPU backend cannot represent {t!r} yet")
+
+
+def const(t: T.Type, value) -> ll.Constant:
+    if isinstance(t, T.ScalarType) and t.is_bool:
+        return ll.Constant(I1, int(bool(value)))
+    if isinstance(t, T.ScalarType) and t.is_int and value < 0:
+        value &= (1 << t.bits) - 1  # llvmlite wants the bit pattern
+    return ll.Constant(llvm_type(t), value)
+
+
+def zero(t: T.Type) -> ll.Constant:
+    return ll.Constant(llvm_type(t), None)
+
+
+def to_memory(b: ll.IRBuilder, v: ll.Value, t: T.Type) -> ll.Value:
+    return b.zext(v, I8) if t == T.bool_ else v
+
+
+def from_memory(b: ll.IRBuilder, v: ll.Value, t: T.Type) -> ll.Value:
+    return b.icmp_unsigned("!=", v, ll.Constant(I8, 0)) if t == T.bool_ else v
+
+
+# ---- integer arithmetic with defined results (never trap, never poison) --------------------
+
+
+def _safe_divisor(b: ll.IRBuilder, x, y, t: T.ScalarType):
+    """A divisor that cannot trap: 1 where y == 0, and where x == MIN and y == -1."""
+    lt = llvm_type(t)
+    is_zero = b.icmp_unsigned("==", y, ll.Constant(lt, 0))
+    bad = is_zero
+    if t.kind == "int":
+        is_min = b.icmp_unsigned("==", x, ll.Constant(lt, 1 << (t.bits - 1)))
+        is_m1 = b.icmp_unsigned("==", y, ll.Constant(lt, (1 << t.bits) - 1))
+        bad = b.or_(is_zero, b.and_(is_min, is_m1))
+    return b.select(bad, ll.Constant(lt, 1), y), is_zero
+
+
+def _int_div(b, x, y, t):
+    d, is_zero = _safe_divisor(b, x, y, t)
+    q = b.sdiv(x, d) if t.kind == "int" else b.udiv(x, d)
+    return b.select(is_zero, ll.Constant(q.type, 0), q)
+
+
+def _int_mod(b, x, y, t):
+    d, is_zero = _safe_divisor(b, x, y, t)
+    r = b.srem(x, d) if t.kind == "int" else b.urem(x, d)
+    return b.select(is_zero, ll.Constant(r.type, 0), r)
+
+
+def _int_floordiv(b, x, y, t):
+    if t.kind == "uint":
+        return _int_div(b, x, y, t)
+    d, is_zero = _safe_divisor(b, x, y, t)
+    q = b.sdiv(x, d)
+    r = b.srem(x, d)
+    lt = q.type
+    # Round toward -inf: step down when the remainder is non-zero and signs differ.
+    adjust = b.and_(b.icmp_signed("!=", r, ll.Constant(lt, 0)),
+                    b.icmp_signed("<", b.xor(r, d), ll.Constant(lt, 0)))
+    q = b.sub(q, b.zext(adjust, lt))
+    return b.select(is_zero, ll.Constant(lt, 0), q)
+
+
+def _shift_count(b, y, t):
+    return b.and_(y, ll.Constant(y.type, t.bits - 1))
+
+
+def _shl(b, x, y, t):
+    return b.shl(x, _shift_count(b, y, t))
+
+
+def _shr(b, x, y, t):
+    n = _shift_count(b, y, t)
+    return b.ashr(x, n) if t.kind == "int" else b.lshr(x, n)
+
+
+_INT_BINARY: dict[OpCode, Callable] = {
+    OpCode.ADD: lambda b, x, y, t: b.add(x, y),
+    OpCode.SUB: lambda b, x, y, t: b.sub(x, y),
+    OpCode.MUL: lambda b, x, y, t: b.mul(x, y),
+    OpCode.DIV: _int_div,
+    OpCode.FLOORDIV: _int_floordiv,
+    OpCode.MOD: _int_mod,
+    OpCode.BITAND: lambda b, x, y, t: b.and_(x, y),
+    OpCode.BITOR: lambda b, x, y, t: b.or_(x, y),
+    OpCode.BITXOR: lambda b, x, y, t: b.xor(x, y),
+    OpCode.SHL: _shl,
+    OpCode.SHR: _shr,
+}
+
+
+def _float_floordiv(b, x, y, t):
+    return intrinsic(b, "llvm.floor", [b.fdiv(x, y)])
+
+
+_FLOAT_BINARY: dict[OpCode, Callable] = {
+    OpCode.ADD: lambda b, x, y, t: b.fadd(x, y),
+    OpCode.SUB: lambda b, x, y, t: b.fsub(x, y),
+    OpCode.MUL: lambda b, x, y, t: b.fmul(x, y),
+    OpCode.DIV: lambda b, x, y, t: b.fdiv(x, y),
+    OpCode.FLOORDIV: _float_floordiv,
+    OpCode.MOD: lambda b, x, y, t: b.frem(x, y),
+    OpCode.POW: lambda b, x, y, t: intrinsic(b, "llvm.pow", [x, y]),
+}
+
+
+def binary(b: ll.IRBuilder, op: OpCode, x, y, t: T.ScalarType):
+    table = _FLOAT_BINARY if t.is_float else _INT_BINARY
+    return table[op](b, x, y, t)
+
+
+_ICMP = {OpCode.EQ: "==", OpCode.NE: "!=", OpCode.LT: "<", OpCode.LE: "<=", OpCode.GT: ">",
+         OpCode.GE: ">="}
+
+
+def compare(b: ll.IRBuilder, op: OpCode, x, y, t: T.ScalarType):
+    if t.is_float:
+        # NE is unordered (true for NaN) as C's !=; the others are ordered.
+        return (b.fcmp_unordered if op == OpCode.NE else b.fcmp_ordered)(_ICMP[op], x, y)
+    if t.kind == "int":
+        return b.icmp_signed(_ICMP[op], x, y)
+    return b.icmp_unsigned(_ICMP[op], x, y)
+
+
+def unary(b: ll.IRBuilder, op: OpCode, x, t: T.ScalarType):
+    if op == OpCode.NEG:
+        return b.fneg(x) if t.is_float else b.neg(x)
+    if op == OpCode.NOT:
+        return b.xor(x, ll.Constant(I1, 1))
+    return b.xor(x, ll.Constant(x.type, -1))  # INVERT
+
+
+def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
+    target = llvm_type(dst)
+    if src == dst:
+        return x
+    if dst.is_bool:
+        if src.is_float:
+            return b.fcmp_unordered("!=", x, ll.Constant(x.type, 0.0))
+        return b.icmp_unsigned("!=", x, ll.Constant(x.type, 0))
+    if src.is_bool:
+        return b.uitofp(x, target) if dst.is_float else b.zext(x, target)
+    if src.is_float and dst.is_float:
+        return b.fptrunc(x, target) if dst.bits < src.bits else b.fpext(x, target)
+    if src.is_float:  # saturating, NaN -> 0: defined for every input
+        name = "llvm.fptosi.sat" if dst.kind == "int" else "llvm.fptoui.sat"
+        fn = b.module.declare_intrinsic(name, [target, x.type])
+        return b.call(fn, [x])
+    if dst.is_float:
+        return b.sitofp(x, target) if src.kind == "int" else b.uitofp(x, target)
+    if dst.bits < src.bits:
+        return b.trunc(x, target)
+    if dst.bits > src.bits:
+        return b.sext(x, target) if src.kind == "int" else b.zext(x, target)
+    return x  # same width, other signedness: same bits
+
+
+def intrinsic(b: ll.IRBuilder, name: str, args: list[ll.Value]):
+    fn = b.module.declare_intrinsic(name, [args[0].type])
+    return b.call(fn, args)
+
+
+def libm(b: ll.IRBuilder, name: str, args: list[ll.Value]):
+    """A C math library function: `sinf` for float32, `sin` for float64."""
+    t = args[0].type
+    if isinstance(t, ll.HalfType):
+        wide = [b.fpext(a, ll.FloatType()) for a in args]
+        return b.fptrunc(libm(b, name, wide), t)
+    symbol = name + ("f" if isinstance(t, ll.FloatType) else "")
+    fn = b.module.globals.get(symbol)
+    if fn is None:
+        fn = ll.Function(b.module, ll.FunctionType(t, [t] * len(args)), symbol)
+    return b.call(fn, args)
+
+
+def _frac(b, x):
+    return b.fsub(x, intrinsic(b, "llvm.trunc", [x]))
+
+
+_INTRINSIC_BUILTINS = {
+    "sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "log2": "llvm.log2",
+    "log10": "llvm.log10", "sin": "llvm.sin", "cos": "llvm.cos", "floor": "llvm.floor",
+    "ceil": "llvm.ceil", "round": "llvm.round", "rint": "llvm.rint", "trunc": "llvm.trunc",
+    "fabs": "llvm.fabs",
+}
+_LIBM_BUILTINS = ("cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2")
+
+
+def _builtin_table() -> dict[str, Callable]:
+    table: dict[str, Callable] = {}
+    for key, name in _INTRINSIC_BUILTINS.items():
+        table[key] = lambda b, args, _n=name: intrinsic(b, _n, args)
+    for key in _LIBM_BUILTINS:
+        table[key] = lambda b, args, _n=key: libm(b, _n, args)
+    table["frac"] = lambda b, args: _frac(b, args[0])
+    return table
+
+
+BUILTIN_LOWERING: dict[str, Callable] = _builtin_table()

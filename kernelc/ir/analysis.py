@@ -1,0 +1,89 @@
+"""Static work counts from the IR: floating-point operations and bytes moved per launch.
+
+These feed kernel_history() and the roofline report. A loop whose trip count is not a
+compile-time constant makes the count unknown (None), so the report never guesses.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kernelc import types as T
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+_FLOP_OPS = frozenset({OpCode.ADD, OpCode.SUB, OpCode.MUL, OpCode.DIV, OpCode.FLOORDIV,
+                       OpCode.MOD, OpCode.POW, OpCode.NEG, OpCode.CALL})
+
+
+def per_thread_work(module: ir.Module) -> tuple[float | None, float | None]:
+    """(flops, bytes) one thread does; None where a trip count is unknown."""
+    funcs = {f.name: f for f in module.funcs}
+    memo: dict[str, tuple[float | None, float | None]] = {}
+
+    def block(b: ir.Block, consts: dict[int, object]):
+        flops, nbytes = 0.0, 0.0
+        for s in b:
+            f, n = stmt(s, consts)
+            if f is None or n is None:
+                return None, None
+            flops += f
+            nbytes += n
+        return flops, nbytes
+
+    def stmt(s: ir.Stmt, consts):
+        if isinstance(s, ir.Op):
+            if s.opcode == OpCode.CONST:
+                consts[s.result.id] = s.attr
+            if s.opcode == OpCode.CALL_FUNC:
+                if s.attr not in memo:
+                    memo[s.attr] = block(funcs[s.attr].body, {})
+                return memo[s.attr]
+            is_float = s.result is not None and isinstance(s.result.type, T.ScalarType) \
+                and s.result.type.is_float
+            flops = 1.0 if (s.opcode in _FLOP_OPS and is_float) else 0.0
+            if s.opcode in (OpCode.ARRAY_LOAD, OpCode.ATOMIC):
+                size = s.args[0].type.dtype.size
+                return flops, float(size * (2 if s.opcode == OpCode.ATOMIC else 1))
+            return flops, 0.0
+        if isinstance(s, ir.ArrayStore):
+            return 0.0, float(s.array.type.dtype.size)
+        if isinstance(s, ir.If):
+            a = block(s.then_body, consts)
+            b = block(s.else_body, consts)
+            if None in a or None in b:
+                return None, None
+            return max(a[0], b[0]), max(a[1], b[1])  # an upper bound: the costlier side
+        if isinstance(s, ir.For):
+            trips = _trip_count(s, consts)
+            if trips is None:
+                return None, None
+            f, n = block(s.body, consts)
+            return (None, None) if f is None else (f * trips, n * trips)
+        if isinstance(s, ir.While):
+            return None, None
+        return 0.0, 0.0
+
+    return block(module.kernel.body, {})
+
+
+def _trip_count(s: ir.For, consts) -> int | None:
+    try:
+        start, stop, step = (consts[v.id] for v in (s.start, s.stop, s.step))
+    except KeyError:
+        return None
+    return max(0, math.ceil((stop - start) / step)) if step else None
+
+
+def count_work(kernel, arg_types, dims) -> tuple[float | None, float | None]:
+    """(flops, bytes) of a whole launch of `kernel` over `dims`."""
+    key = ("work", tuple(arg_types))
+    cached = kernel.compiled.get(key)
+    if cached is None:
+        from kernelc.ir.passes import run_pipeline
+
+        cached = per_thread_work(run_pipeline(kernel.get_ir(tuple(arg_types))))
+        kernel.compiled[key] = cached
+    n = math.prod(dims)
+    f, b = cached
+    return (None if f is None else f * n), (None if b is None else b * n)

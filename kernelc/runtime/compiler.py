@@ -1,0 +1,121 @@
+"""From a kernel specialisation to loaded machine code, through the memory and disk caches."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from kernelc import types as T
+from kernelc.codegen.llvm import LlvmOptions, emit_llvm
+from kernelc.config import config
+from kernelc.ir import nodes as ir
+from kernelc.ir.passes import run_pipeline
+from kernelc.ir.printer import format_module
+from kernelc.runtime.cache import DiskCache, cache_key
+from kernelc.runtime.cpu import KERNEL_CFUNC, CpuKernel, args_ctype, cpu_state
+
+
+def ir_hash(module: ir.Module, *options: Any) -> str:
+    text = format_module(module) + "|" + "|".join(map(repr, options))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def optimized_ir(kernel, arg_types: tuple[T.Type, ...]) -> ir.Module:
+    module = kernel.get_ir(arg_types)
+    return run_pipeline(module, dump=config.dump_ir)
+
+
+def cpu_options() -> LlvmOptions:
+    jit = cpu_state(config.num_threads).jit
+    return LlvmOptions(debug=config.mode == "debug", vector_width=512 if jit.has_avx512 else 256)
+
+
+def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...]) -> CpuKernel:
+    """The loaded CPU kernel for these argument types (memory cache, disk cache, compile)."""
+    options = cpu_options()
+    mem_key = ("cpu", arg_types, options)
+    found = kernel.compiled.get(mem_key)
+    if found is not None:
+        found.cache = "memory"
+        return found
+    from kernelc import __version__
+
+    state = cpu_state(config.num_threads)
+    t0 = time.perf_counter()
+    module = optimized_ir(kernel, arg_types)
+    digest = ir_hash(module, options)
+    entry = f"kc_{module.kernel.name}_{digest}"
+    source = emit_llvm(module, entry, options)
+    t1 = time.perf_counter()
+    key = cache_key(source.text, state.jit.target_id, __version__, repr(options))
+    disk = DiskCache(config.kernel_cache_dir)
+    binary = disk.load(key, "o") if config.cache_kernels else None
+    cache = "disk"
+    if binary is None:
+        binary = state.jit.compile(source.text)
+        cache = "miss"
+        if config.cache_kernels:
+            disk.store(key, "o", binary)
+    address = state.jit.load(binary, entry)
+    t2 = time.perf_counter()
+    compiled = CpuKernel(
+        name=kernel.__name__, entry=entry, hash=key, cfunc=KERNEL_CFUNC(address),
+        args_type=args_ctype(arg_types), params=arg_types, check_locs=source.check_locs,
+        has_print=source.has_print, has_loops=_has_loops(module), source=source.text,
+        binary=binary, codegen_time=(t1 - t0) * 1e3, backend_time=(t2 - t1) * 1e3, cache=cache,
+    )
+    if config.log_level == "debug":
+        how = "compiled" if cache == "miss" else "cached"
+        print(f"Module {kernel.key} load on device 'cpu' took {(t2 - t0) * 1e3:.2f} ms  ({how})")
+    kernel.compiled[mem_key] = compiled
+    return compiled
+
+
+def _has_loops(module: ir.Module) -> bool:
+    for fn in (module.kernel, *module.funcs):
+        for s in ir.walk(fn.body):
+            if isinstance(s, (ir.For, ir.While)):
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """What `kc.compile` returns: the generated source and the binary image."""
+
+    source: str
+    binary: bytes
+    format: str  # "obj" | "cubin" | "ptx"
+    hash: str
+    target: str
+    entry: str
+
+
+def compile_kernel(kernel, target: str = "cpu", arch: int | None = None,
+                   arg_types: Any = None) -> CompiledKernel:
+    """Ahead-of-time compile `kernel` for `target` ("cpu" or "cuda") without launching it."""
+    types = _arg_types(kernel, arg_types)
+    if target == "cpu":
+        k = get_cpu_kernel(kernel, types)
+        return CompiledKernel(k.source, k.binary, "obj", k.hash, "cpu", k.entry)
+    if target == "cuda":
+        from kernelc.runtime.cuda_compile import compile_cuda_kernel
+
+        return compile_cuda_kernel(kernel, types, arch)
+    raise ValueError(f"unknown target {target!r}; expected 'cpu' or 'cuda'")
+
+
+def _arg_types(kernel, arg_types: Any) -> tuple[T.Type, ...]:
+    if arg_types is None:
+        return kernel.param_types
+    if isinstance(arg_types, dict):
+        arg_types = [arg_types[n] for n in kernel.arg_names]
+    types = []
+    for a in arg_types:
+        t = T.as_type(a)
+        if t is None:
+            raise TypeError(f"{a!r} is not a kernelc type")
+        types.append(t)
+    return kernel.specialize(tuple(types))

@@ -1,0 +1,279 @@
+"""`kc.launch`: check the arguments, get the compiled kernel, pack, run, report."""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kernelc import types as T
+from kernelc.config import config
+from kernelc.errors import KernelError, KernelRuntimeError, render_caret
+from kernelc.runtime.context import get_runtime
+from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
+from kernelc.timing.flags import TIMING_KERNEL
+
+_KERNEL_HISTORY_BIT = 1  # kernelc.timing.history.JitFlag.KernelHistory
+
+
+def normalize_dim(kernel, dim: Any) -> tuple[int, ...]:
+    """The launch shape as a tuple of 1 to 4 non-negative ints."""
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim) if isinstance(
+        dim, (tuple, list)) else None
+    if dims is None or not all(isinstance(d, (int, np.integer)) for d in dims):
+        raise KernelError(f"launch dim must be an int or a tuple of ints, got {dim!r}",
+                          kernel=kernel.__name__)
+    if not 1 <= len(dims) <= 4:
+        raise KernelError(f"launch dim must have 1 to 4 dimensions, got {len(dims)}",
+                          kernel=kernel.__name__)
+    if any(d < 0 for d in dims):
+        raise KernelError(f"launch dim must not be negative, got {tuple(dims)}",
+                          kernel=kernel.__name__)
+    return tuple(int(d) for d in dims)
+
+
+def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Type:
+    """The type `value` has as the kernel's parameter `name`; raises KernelError if it cannot."""
+    def fail(msg: str):
+        return KernelError(f"argument '{name}': {msg}", kernel._param_loc(name), kernel.__name__)
+
+    if want is None or isinstance(want, T.ArrayType):
+        kc_type = getattr(value, "_kc_type", None)
+        if isinstance(kc_type, T.ArrayType) and hasattr(value, "ptr"):
+            if want is not None:
+                if kc_type.ndim != want.ndim:
+                    raise fail(f"expected a {want.ndim}-d array, got a {kc_type.ndim}-d array")
+                if want.dtype is not None and kc_type.dtype != want.dtype:
+                    raise fail(f"expected an array of {want.dtype!r}, got an array of "
+                               f"{kc_type.dtype!r}")
+            if value.device != device:
+                raise fail(f"array is on device '{value.device}' but the launch is on "
+                           f"'{device}'")
+            return kc_type
+        if value is None and isinstance(want, T.ArrayType) and want.dtype is not None:
+            return want  # a null array, as Warp allows
+        if isinstance(value, np.ndarray):
+            raise fail("expected a kernelc array, got a numpy.ndarray (wrap it with kc.array)")
+        if want is not None:
+            raise fail(f"expected {want!r}, got {type(value).__name__}")
+        return _scalar_type_of(value, fail)
+    if isinstance(want, T.ScalarType):
+        if isinstance(value, (bool, np.bool_)):
+            ok = True
+        elif isinstance(value, (int, np.integer)):
+            ok = not want.is_bool
+        elif isinstance(value, (float, np.floating)):
+            ok = want.is_float
+        else:
+            ok = False
+        if not ok:
+            raise fail(f"expected {want!r}, got {type(value).__name__} {value!r}")
+        return want
+    return _other_arg_type(want, value, fail)
+
+
+def _scalar_type_of(value: Any, fail) -> T.Type:
+    if isinstance(value, (bool, np.bool_)):
+        return T.bool_
+    if isinstance(value, np.generic):
+        return T.from_numpy_dtype(value.dtype)
+    if isinstance(value, int):
+        return T.int32
+    if isinstance(value, float):
+        return T.float32
+    kc_type = getattr(value, "_kc_type", None)
+    if kc_type is not None:
+        return kc_type
+    raise fail(f"cannot pass a {type(value).__name__} to a kernel")
+
+
+def _other_arg_type(want: T.Type, value: Any, fail) -> T.Type:
+    kc_type = getattr(value, "_kc_type", None)
+    if kc_type == want:
+        return want
+    raise fail(f"expected {want!r}, got {type(value).__name__}")
+
+
+def pack_args(compiled: CpuKernel, values: Sequence[Any], dims: tuple[int, ...]):
+    args = compiled.args_type()
+    for k, d in enumerate(dims):
+        args.dims[k] = d
+    for k in range(len(dims), 4):
+        args.dims[k] = 1
+    for i, (t, v) in enumerate(zip(compiled.params, values)):
+        field = f"p{i}"
+        if isinstance(t, T.ArrayType):
+            a = getattr(args, field)
+            if v is None:
+                continue
+            a.data = v.ptr
+            for k in range(t.ndim):
+                a.shape[k] = v.shape[k]
+                a.strides[k] = v.strides[k]
+        elif isinstance(t, T.ScalarType):
+            setattr(args, field, _scalar_bits(t, v))
+    return args
+
+
+def _scalar_bits(t: T.ScalarType, v: Any):
+    if t.name == "float16":
+        return int(np.float16(v).view(np.uint16))
+    if t.is_float:
+        return float(v)
+    if t.is_bool:
+        return int(bool(v))
+    return int(v) & ((1 << t.bits) - 1) if t.kind == "uint" else int(v)
+
+
+class Launch:
+    """A launch with its arguments packed once (`record_cmd=True`); `.launch()` reruns it."""
+
+    def __init__(self, kernel, compiled: CpuKernel, dims, values, device):
+        self.kernel = kernel
+        self.compiled = compiled
+        self.dims = dims
+        self.device = device
+        self.values = list(values)  # keeps the arrays alive while the packed pointers exist
+        self.size = int(np.prod(dims)) if dims else 0
+        self.args = pack_args(compiled, values, dims)
+        self.error = ErrorRecord()
+        self.args.error = ctypes.addressof(self.error)
+        self._args_ptr = ctypes.addressof(self.args)
+
+    def set_param_at_index(self, index: int, value: Any) -> None:
+        self.values[index] = value
+        self.args = pack_args(self.compiled, self.values, self.dims)
+        self.args.error = ctypes.addressof(self.error)
+        self._args_ptr = ctypes.addressof(self.args)
+
+    def launch(self) -> None:
+        if self.size == 0:
+            return
+        run_cpu(self.kernel, self.compiled, self._args_ptr, self.size, self.error, self.dims,
+                self.device)
+
+
+def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorRecord,
+            dims, device) -> None:
+    rt = get_runtime()
+    rec = rt.recorder
+    token = None
+    if rec is not None and rec.wants(TIMING_KERNEL):
+        token = rec.begin(device, f"forward kernel {kernel.__name__}", TIMING_KERNEL)
+    history = rt.flags & _KERNEL_HISTORY_BIT
+    t0 = time.perf_counter_ns() if (history or rt.trace is not None) else 0
+    pool = cpu_state(config.num_threads).pool
+    small = size < (64 if compiled.has_loops else 16384)
+    if small:
+        compiled.cfunc(args_ptr, 0, size)
+    else:
+        pool.run(compiled.cfunc, args_ptr, size, 8 if compiled.has_loops else 1)
+    if compiled.has_print:
+        _flush_c_stdout()
+    if token is not None:
+        rec.end(token)
+    if t0:
+        t1 = time.perf_counter_ns()
+        if history:
+            rt.history.append(_history_record(kernel, compiled, dims, device, (t1 - t0) / 1e6))
+        if rt.trace is not None:
+            rt.trace.event(f"forward kernel {kernel.__name__}", "launch", t0, t1,
+                           {"dim": list(dims), "device": str(device)})
+    if error.code:
+        _raise_kernel_error(kernel, compiled, error)
+
+
+def _history_record(kernel, compiled: CpuKernel, dims, device, elapsed_ms: float) -> dict:
+    from kernelc.ir.analysis import count_work
+
+    flops, nbytes = count_work(kernel, compiled.params, dims)
+    return {
+        "name": kernel.__name__, "hash": compiled.hash, "device": str(device),
+        "dim": tuple(dims), "execution_time": elapsed_ms, "codegen_time": compiled.codegen_time,
+        "backend_time": compiled.backend_time, "cache": compiled.cache, "ir": compiled.source,
+        "flops": flops, "bytes": nbytes,
+    }
+
+
+def _raise_kernel_error(kernel, compiled: CpuKernel, error: ErrorRecord) -> None:
+    code = error.code
+    loc = compiled.check_locs[error.check_id] if 0 <= error.check_id < len(
+        compiled.check_locs) else None
+    ndim = error.ndim
+    index = tuple(error.index[:ndim])
+    shape = tuple(error.shape[:ndim])
+    error.code = 0
+    if code == 2:
+        what = "assertion failed"
+    elif code == 3:
+        what = f"local array index {index[0]} out of bounds for length {shape[0]}"
+    else:
+        what = f"array index {index} out of bounds for shape {shape}"
+    where = f"{loc}: " if loc else ""
+    caret = ("\n" + render_caret(loc)) if loc else ""
+    raise KernelRuntimeError(f"{where}in kernel '{kernel.__name__}': {what}{caret}")
+
+
+_libc = None
+
+
+def _flush_c_stdout() -> None:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None)
+    _libc.fflush(None)
+
+
+def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
+           adj_inputs: Sequence[Any] = (), adj_outputs: Sequence[Any] = (), device: Any = None,
+           stream: Any = None, adjoint: bool = False, record_tape: bool = True,
+           record_cmd: bool = False, max_blocks: int = 0, block_dim: int | None = None):
+    """Runs `kernel` over a grid of `dim` threads (an int or a tuple of up to 4 ints).
+
+    Every argument is checked before anything is compiled or run. With `record_cmd=True`
+    nothing runs: a `Launch` whose `.launch()` reuses the packed arguments is returned.
+    """
+    from kernelc.frontend.decorators import Kernel
+    from kernelc.runtime.device import get_device
+
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"launch() needs a @kernelc.kernel, got {type(kernel).__name__}")
+    if adjoint:
+        raise NotImplementedError("kernelc does not generate adjoint (backward) kernels")
+    dims = normalize_dim(kernel, dim)
+    values = list(inputs) + list(outputs)
+    names = kernel.arg_names
+    if len(values) != len(names):
+        raise KernelError(
+            f"kernel '{kernel.__name__}' takes {len(names)} arguments "
+            f"({', '.join(names)}), {len(values)} given", kernel.source.loc(kernel.source.tree),
+            kernel.__name__)
+    dev = get_device(device)
+    types = tuple(arg_type(kernel, n, w, v, dev)
+                  for n, w, v in zip(names, kernel.param_types, values))
+    if not dev.is_cpu:
+        from kernelc.runtime.cuda_launch import launch_cuda
+
+        return launch_cuda(kernel, dims, values, types, dev, stream, block_dim, record_cmd)
+    _check_strides(kernel, names, types, values)
+    from kernelc.runtime.compiler import get_cpu_kernel
+
+    compiled = get_cpu_kernel(kernel, types)
+    cmd = Launch(kernel, compiled, dims, values, dev)
+    if record_cmd:
+        return cmd
+    cmd.launch()
+    return None
+
+
+def _check_strides(kernel, names, types, values) -> None:
+    for n, t, v in zip(names, types, values):
+        if isinstance(t, T.ArrayType) and v is not None:
+            size = t.dtype.size
+            if any(s % size for s in v.strides):
+                raise KernelError(f"argument '{n}': strides {v.strides} are not multiples of "
+                                  f"the element size {size}", kernel._param_loc(n),
+                                  kernel.__name__)
