@@ -21,8 +21,22 @@ from kernelc.builtins import BUILTINS as _BUILTINS  # noqa: E402
 globals().update({name: entry for name, entry in _BUILTINS.items()})
 
 # ---- runtime: arrays and devices ---------------------------------------------------------
+from kernelc.runtime.device import (  # noqa: E402
+    Device, ScopedDevice, get_cuda_device_count, get_cuda_devices, get_device, get_devices,
+    is_cuda_available, set_device, synchronize, synchronize_device,
+)
+from kernelc.runtime.array import (  # noqa: E402
+    array, array2d, array3d, array4d, clone, copy, empty, empty_like, from_dlpack, from_numpy,
+    full, full_like, ones, ones_like, zeros, zeros_like,
+)
 
 # ---- runtime: launch, compile, cache -----------------------------------------------------
+from kernelc.runtime.launch import launch, Launch  # noqa: E402
+from kernelc.runtime.compiler import compile_kernel as compile, CompiledKernel  # noqa: E402,A001
+from kernelc.runtime.module import (  # noqa: E402
+    clear_kernel_cache, constant, force_load, init, load_module,
+)
+from typing import Any  # noqa: E402  (Warp re-exports typing.Any for generic kernels)
 
 # ---- timing and profiling ----------------------------------------------------------------
 from kernelc.timing.flags import (  # noqa: E402

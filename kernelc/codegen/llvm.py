@@ -6,7 +6,7 @@ simple kernels into SIMD code across threads. `args` points at a struct laid out
 `{[4 x i64] dims, ptr error, param0, param1, ...}` (C layout, bool as one byte, arrays
 as `{ptr data, [n x i64] shape, [n x i64] byte strides}`); the runtime packs the same
 layout with ctypes. Funcs become internal always-inline functions that take the args
-pointer and the linear thread index as two hidden leading parameters.
+pointer and the 32-bit linear thread index as two hidden leading parameters.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class _ModuleState:
 
     def declare_func(self, fn: ir.Function) -> None:
         ret = _return_type(fn)
-        params = [PTR, I64] + [llvm_type(p.type) for p in fn.params]
+        params = [PTR, I32] + [llvm_type(p.type) for p in fn.params]
         f = ll.Function(self.llmod, ll.FunctionType(ret, params), f"{self.entry}__{fn.name}")
         f.linkage = "internal"
         f.attributes.add("alwaysinline")
@@ -146,11 +146,14 @@ class FunctionEmitter:
         body_bb = f.append_basic_block("thread.body")
         latch_bb = f.append_basic_block("thread.next")
         exit_bb = f.append_basic_block("exit")
+        # The thread counter is 32-bit (launches stay below 2**31 threads, tid() is an int):
+        # with nsw increments LLVM's scalar evolution sees affine indices and vectorises.
+        start32, end32 = b.trunc(start, I32), b.trunc(end, I32)
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
-        tid = b.phi(I64, "tid")
-        tid.add_incoming(start, self.entry_block)
-        b.cbranch(b.icmp_signed("<", tid, end), body_bb, exit_bb)
+        tid = b.phi(I32, "tid")
+        tid.add_incoming(start32, self.entry_block)
+        b.cbranch(b.icmp_signed("<", tid, end32), body_bb, exit_bb)
         b.position_at_end(body_bb)
         self.tid = tid
         self.thread_exit = latch_bb
@@ -159,7 +162,7 @@ class FunctionEmitter:
         if not b.block.is_terminated:
             b.branch(latch_bb)
         b.position_at_end(latch_bb)
-        nxt = b.add(tid, I64(1))
+        nxt = b.add(tid, I32(1), flags=["nsw"])
         tid.add_incoming(nxt, latch_bb)
         b.branch(cond_bb)
         b.position_at_end(exit_bb)
@@ -436,6 +439,7 @@ def _op_tid(e: FunctionEmitter, s: ir.Op):
     axis, ndim = s.attr
     linear = e.tid
     if ndim > 0:
+        linear = b.zext(linear, I64)
         dims = [
             b.load(b.gep(e.ctx, [I32(0), I32(0), I32(k)], source_etype=e.state.args_type), typ=I64)
             for k in range(ndim)
@@ -443,8 +447,8 @@ def _op_tid(e: FunctionEmitter, s: ir.Op):
         stride = I64(1)
         for d in dims[axis + 1:]:
             stride = b.mul(stride, d)
-        linear = b.urem(b.udiv(linear, stride), dims[axis])
-    return b.trunc(linear, I32)
+        linear = b.trunc(b.urem(b.udiv(linear, stride), dims[axis]), I32)
+    return linear
 
 
 def _op_array_load(e: FunctionEmitter, s: ir.Op):

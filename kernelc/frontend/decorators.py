@@ -129,6 +129,7 @@ class Kernel(_SourceMixin):
         # per argument-type tuple: the IR module and, per device kind, the compiled kernel
         self._ir: dict[tuple[T.Type, ...], ir.Module] = {}
         self.compiled: dict[Any, Any] = {}
+        self.last_launch: tuple | None = None  # the runtime's memo of the latest launch
 
     def __repr__(self) -> str:
         return f"<kernelc.kernel {self.key}>"

@@ -48,7 +48,7 @@ class CpuJit:
         mod.triple = self.triple
         mod.data_layout = str(self.tm.target_data)
         mod.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3, size_level=0)
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
         pb = llvm.create_pass_builder(self.tm, pto)
@@ -59,7 +59,7 @@ class CpuJit:
         mod = llvm.parse_assembly(text)
         mod.triple = self.triple
         mod.data_layout = str(self.tm.target_data)
-        pto = llvm.create_pipeline_tuning_options(speed_level=3, size_level=0)
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pb = llvm.create_pass_builder(self.tm, pto)
         pb.getModulePassManager().run(mod, pb)
         return str(mod)

@@ -1,0 +1,364 @@
+"""CUDA-C for IR types and for each op code: one small function per op, in a table.
+
+Every function takes the function emitter (for value names, constants and debug checks)
+and the `ir.Op`, and returns the C expression of the op's result. The integer helpers
+(`kc_sdiv`, `kc_f2i`, ...) are defined in the prelude (`cuda_prelude.py`).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kernelc import types as T
+from kernelc.codegen.cuda_builtins import lower_math
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+if TYPE_CHECKING:
+    from kernelc.codegen.cuda import FunctionEmitter
+
+# C type of a scalar value held in a variable (float16 is computed in float).
+_VALUE_C = {
+    "bool": "bool", "int8": "kc_int8", "int16": "kc_int16", "int32": "kc_int32",
+    "int64": "kc_int64", "uint8": "kc_uint8", "uint16": "kc_uint16", "uint32": "kc_uint32",
+    "uint64": "kc_uint64", "float16": "float", "float32": "float", "float64": "double",
+}
+# C type of a scalar in memory: one byte per bool, the 16 bits of a half.
+_STORAGE_C = {**_VALUE_C, "bool": "kc_uint8", "float16": "kc_uint16"}
+
+
+class UnsupportedError(Exception):
+    """Something in the IR that the CUDA backend cannot lower (the caller adds the place)."""
+
+
+def value_type(t: T.Type) -> str:
+    """The C type of an SSA value or slot of type `t`."""
+    if isinstance(t, T.ScalarType):
+        return _VALUE_C[t.name]
+    if isinstance(t, T.ArrayType):
+        return array_type(t)
+    raise UnsupportedError(f"values of type {t!r} are not supported by the CUDA backend yet")
+
+
+def storage_type(t: T.Type) -> str:
+    if isinstance(t, T.ScalarType):
+        return _STORAGE_C[t.name]
+    raise UnsupportedError(f"arrays of {t!r} are not supported by the CUDA backend yet")
+
+
+def array_type(t: T.ArrayType) -> str:
+    return f"kc_array<{storage_type(t.dtype)}, {t.ndim}>"
+
+
+def from_storage(expr: str, t: T.Type) -> str:
+    """A value of type `t` read from memory holding `expr`."""
+    if t == T.bool_:
+        return f"({expr} != 0)"
+    if t == T.float16:
+        return f"kc_half_to_float({expr})"
+    return expr
+
+
+def to_storage(expr: str, t: T.Type) -> str:
+    """The memory representation of the value `expr` of type `t`."""
+    if t == T.bool_:
+        return f"(kc_uint8){expr}"
+    if t == T.float16:
+        return f"kc_float_to_half({expr})"
+    return expr
+
+
+def _wide_unsigned(t: T.ScalarType) -> str:
+    """The unsigned type integer arithmetic on `t` is done in (no signed overflow, no
+    promotion of narrow types to signed int)."""
+    return "kc_uint64" if t.bits == 64 else "kc_uint32"
+
+
+# ---- constants ---------------------------------------------------------------------------
+
+
+def literal(value: object, t: T.Type) -> str:
+    """A C literal of `value` with exactly the value of type `t`."""
+    if not isinstance(t, T.ScalarType):
+        raise UnsupportedError(f"constants of type {t!r}")
+    if t.is_bool:
+        return "true" if value else "false"
+    if t.is_float:
+        return _float_literal(float(value), t)
+    v = int(value)
+    if t.kind == "uint":
+        return f"{v}u" if t.bits <= 32 else f"{v}ull"
+    if t.bits == 64:
+        return "(-9223372036854775807LL - 1)" if v == -(2**63) else f"{v}LL"
+    return "(-2147483647 - 1)" if v == -(2**31) else str(v)
+
+
+def _float_literal(v: float, t: T.ScalarType) -> str:
+    if not math.isfinite(v):
+        # Exact bit patterns: inf, -inf and NaN (sign and payload kept) as the hardware has them.
+        if t.bits == 64:
+            bits = struct.unpack("<q", struct.pack("<d", v))[0]
+            return f"__longlong_as_double({bits}LL)"
+        bits = struct.unpack("<i", struct.pack("<f", v))[0]
+        return f"__int_as_float({bits})"
+    if t.bits == 64:
+        return repr(v)
+    if t.bits == 16:
+        return repr(float(np.float16(v))) + "f"  # the half value, written exactly
+    return str(np.float32(v)) + "f"  # shortest text that reads back as this float32
+
+
+# ---- op emitters -------------------------------------------------------------------------
+
+OpEmitter = Callable[["FunctionEmitter", ir.Op], str]
+
+
+def _scalar(v: ir.Value) -> T.ScalarType:
+    if not isinstance(v.type, T.ScalarType):
+        raise UnsupportedError(f"an operand of type {v.type!r}")
+    return v.type
+
+
+def _const(em: FunctionEmitter, op: ir.Op) -> str:
+    em.consts[op.result.id] = op.attr
+    return literal(op.attr, op.result.type)
+
+
+def cast_expr(x: str, src: T.ScalarType, dst: T.ScalarType) -> str:
+    """C conversion of `x` from `src` to `dst` with the IR's CAST semantics."""
+    if src == dst:
+        return x
+    if dst.is_bool:
+        return f"({x} != 0)"
+    if dst.is_float:
+        if dst.bits == 16 and not src.is_bool:
+            # Through float: exact for every int that does not overflow half anyway; a
+            # float64 is rounded twice (a tie can differ from one correct rounding).
+            return f"kc_round_half((float){x})"
+        return f"({_VALUE_C[dst.name]}){x}"
+    if src.is_float:
+        return f"kc_f2i<{_VALUE_C[dst.name]}>({x})"
+    return f"({_VALUE_C[dst.name]}){x}"
+
+
+def _cast(em: FunctionEmitter, op: ir.Op) -> str:
+    (x,) = op.args
+    return cast_expr(em.name(x), _scalar(x), _scalar(op.result))
+
+
+def _neg(em: FunctionEmitter, op: ir.Op) -> str:
+    (x,) = op.args
+    t = _scalar(x)
+    if t.is_float:
+        return f"(-{em.name(x)})"
+    return f"({_VALUE_C[t.name]})(0 - ({_wide_unsigned(t)}){em.name(x)})"
+
+
+def _not(em: FunctionEmitter, op: ir.Op) -> str:
+    return f"(!{em.name(op.args[0])})"
+
+
+def _invert(em: FunctionEmitter, op: ir.Op) -> str:
+    (x,) = op.args
+    return f"({_VALUE_C[_scalar(x).name]})(~{em.name(x)})"
+
+
+_C_BINARY = {
+    OpCode.ADD: "+", OpCode.SUB: "-", OpCode.MUL: "*", OpCode.DIV: "/",
+    OpCode.BITAND: "&", OpCode.BITOR: "|", OpCode.BITXOR: "^",
+}
+_INT_HELPERS = {  # (signed, unsigned) helper per op, see the prelude
+    OpCode.DIV: ("kc_sdiv", "kc_udiv"),
+    OpCode.MOD: ("kc_smod", "kc_umod"),
+    OpCode.FLOORDIV: ("kc_sfloordiv", "kc_udiv"),
+}
+
+
+def _binary(em: FunctionEmitter, op: ir.Op) -> str:
+    a_val, b_val = op.args
+    t = _scalar(a_val)
+    a, b = em.name(a_val), em.name(b_val)
+    if t.is_float:
+        return _float_binary(op.opcode, a, b, t)
+    ct = _VALUE_C[t.name]
+    code = op.opcode
+    if code in _INT_HELPERS:
+        signed, unsigned = _INT_HELPERS[code]
+        return f"{signed if t.kind == 'int' else unsigned}({a}, {b})"
+    if code in (OpCode.ADD, OpCode.SUB, OpCode.MUL):
+        if t.kind == "uint" and t.bits >= 32:
+            return f"({a} {_C_BINARY[code]} {b})"
+        u = _wide_unsigned(t)
+        return f"({ct})(({u}){a} {_C_BINARY[code]} ({u}){b})"
+    if code in (OpCode.BITAND, OpCode.BITOR, OpCode.BITXOR):
+        return f"({ct})({a} {_C_BINARY[code]} {b})"
+    mask = t.bits - 1  # shift counts wrap at the bit width, as on x86
+    if code == OpCode.SHL:
+        return f"({ct})(({_wide_unsigned(t)}){a} << ({b} & {mask}))"
+    if code == OpCode.SHR:  # arithmetic for signed types (C++20, and every CUDA compiler)
+        return f"({ct})({a} >> ({b} & {mask}))"
+    raise UnsupportedError(f"'{code.value}' on {t!r}")
+
+
+def _float_binary(code: OpCode, a: str, b: str, t: T.ScalarType) -> str:
+    suffix = "" if t.bits == 64 else "f"
+    if code == OpCode.FLOORDIV:
+        quotient = f"({a} / {b})" if t.bits != 16 else f"kc_round_half({a} / {b})"
+        return f"floor{suffix}({quotient})"
+    if code == OpCode.MOD:
+        return f"fmod{suffix}({a}, {b})"  # exact, so no half rounding needed
+    if code == OpCode.POW:
+        expr = f"pow{suffix}({a}, {b})"
+    elif code in (OpCode.ADD, OpCode.SUB, OpCode.MUL, OpCode.DIV):
+        expr = f"({a} {_C_BINARY[code]} {b})"
+    else:
+        raise UnsupportedError(f"'{code.value}' on {t!r}")
+    return f"kc_round_half({expr})" if t.bits == 16 else expr
+
+
+_C_COMPARE = {
+    OpCode.EQ: "==", OpCode.NE: "!=", OpCode.LT: "<", OpCode.LE: "<=", OpCode.GT: ">",
+    OpCode.GE: ">=",
+}
+
+
+def _compare(em: FunctionEmitter, op: ir.Op) -> str:
+    a, b = op.args
+    return f"({em.name(a)} {_C_COMPARE[op.opcode]} {em.name(b)})"
+
+
+def _select(em: FunctionEmitter, op: ir.Op) -> str:
+    c, a, b = (em.name(v) for v in op.args)
+    return f"({c} ? {a} : {b})"
+
+
+def _load_slot(em: FunctionEmitter, op: ir.Op) -> str:
+    return em.slot_name(op.attr)
+
+
+def _tid(em: FunctionEmitter, op: ir.Op) -> str:
+    axis, ndim = op.attr
+    if ndim == 0:
+        return "(kc_int32)kc_t.tid"
+    return f"kc_tid_axis(kc_t, {axis}, {ndim})"
+
+
+def _array_access(em: FunctionEmitter, op: ir.Op, indices: tuple[ir.Value, ...]) -> str:
+    """`kc_addr(a, i, ...)`, preceded in debug mode by a bounds check of the indices."""
+    array = op.args[0]
+    names = ", ".join(em.name(i) for i in indices)
+    em.check_array_index(em.name(array), names, op.loc)
+    return f"kc_addr({em.name(array)}, {names})"
+
+
+def _array_load(em: FunctionEmitter, op: ir.Op) -> str:
+    address = _array_access(em, op, op.args[1:])
+    return from_storage(f"*{address}", op.result.type)
+
+
+def _array_shape(em: FunctionEmitter, op: ir.Op) -> str:
+    return f"(kc_int32){em.name(op.args[0])}.shape[{op.attr}]"
+
+
+def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
+    array, *indices, value = op.args
+    dtype = array.type.dtype
+    if dtype == T.bool_ or not isinstance(dtype, T.ScalarType):
+        raise UnsupportedError(f"atomic_{op.attr} on an array of {dtype!r}")
+    address = _array_access(em, op, tuple(indices))
+    suffix = "_f16" if dtype == T.float16 else ""
+    return f"kc_atomic_{op.attr}{suffix}({address}, {em.name(value)})"
+
+
+def _local_load(em: FunctionEmitter, op: ir.Op) -> str:
+    slot: ir.Slot = op.attr
+    index = em.name(op.args[0])
+    length = slot.type.length
+    if em.check_local_index(index, length, op.loc):
+        return f"{em.slot_name(slot)}[{index}]"
+    zero = literal(0, slot.type.dtype)
+    return f"((kc_uint64)(kc_int64){index} < {length}u ? {em.slot_name(slot)}[{index}] : {zero})"
+
+
+def _call(em: FunctionEmitter, op: ir.Op) -> str:
+    try:
+        return lower_math(op.attr, [em.name(a) for a in op.args], op.result.type)
+    except (KeyError, TypeError):
+        raise UnsupportedError(f"builtin '{op.attr}' on {op.result.type!r}") from None
+
+
+def _call_func(em: FunctionEmitter, op: ir.Op) -> str:
+    args = "".join(f", {em.name(a)}" for a in op.args)
+    return f"{func_symbol(op.attr)}(kc_t{args})"
+
+
+def _extract(em: FunctionEmitter, op: ir.Op) -> str:
+    return f"{em.name(op.args[0])}.f{op.attr}"
+
+
+def func_symbol(name: str) -> str:
+    """The C name of the func `name` (prefixed so it never meets a C library name)."""
+    return f"kc_f_{name}"
+
+
+def return_struct(name: str) -> str:
+    """The C struct a func returning several values returns."""
+    return f"kc_ret_{name}"
+
+
+OP_EMITTERS: dict[OpCode, OpEmitter] = {
+    OpCode.CONST: _const,
+    OpCode.CAST: _cast,
+    OpCode.NEG: _neg,
+    OpCode.NOT: _not,
+    OpCode.INVERT: _invert,
+    **{code: _binary for code in ir.BINARY_OPS},
+    **{code: _compare for code in ir.COMPARE_OPS},
+    OpCode.SELECT: _select,
+    OpCode.LOAD_SLOT: _load_slot,
+    OpCode.TID: _tid,
+    OpCode.ARRAY_LOAD: _array_load,
+    OpCode.ARRAY_SHAPE: _array_shape,
+    OpCode.ATOMIC: _atomic,
+    OpCode.LOCAL_LOAD: _local_load,
+    OpCode.CALL: _call,
+    OpCode.CALL_FUNC: _call_func,
+    OpCode.EXTRACT: _extract,
+}
+
+
+# ---- printf ------------------------------------------------------------------------------
+
+
+def printf_arg(expr: str, t: T.Type) -> str:
+    """`expr` promoted as C varargs promote it, with 64-bit ints as (unsigned) long long."""
+    if not isinstance(t, T.ScalarType):
+        raise UnsupportedError(f"printing a {t!r}")
+    if t.is_float:
+        return f"(double){expr}"
+    if t.bits < 32 or t.is_bool:
+        return f"(int){expr}"
+    if t.bits == 64:
+        return f"(unsigned long long){expr}" if t.kind == "uint" else f"(long long){expr}"
+    return expr
+
+
+def c_string(text: str) -> str:
+    """`text` as a C string literal (UTF-8, non-printable bytes as octal escapes)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        ch = chr(byte)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif 32 <= byte < 127 and ch != "?":  # '?' escaped so no trigraph can form
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'

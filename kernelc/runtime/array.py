@@ -1,0 +1,740 @@
+"""`kc.array`: strided N-d arrays (1 to 4 dims) in device memory, and their constructors.
+
+An `array` is memory (an `Allocation`) plus a view of it: a pointer to element 0, a shape,
+byte strides and an element type. Slicing, transposing and reshaping make new views of
+the same memory. Called with neither data, shape nor ptr, `array(dtype=T, ndim=N)` is a
+type-only object used to annotate kernel parameters.
+
+Element types are kernelc scalars, vectors and matrices. NumPy sees a vector or matrix
+element as trailing axes: an array of n `vec3` is a NumPy array of shape (n, 3).
+"""
+
+from __future__ import annotations
+
+import operator
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kernelc.runtime import memory
+from kernelc.runtime.device import Device, get_device
+from kernelc.types import ArrayType, MatrixType, ScalarType, Type, VectorType, as_type
+from kernelc.types import bool_ as _bool
+from kernelc.types import float32 as _float32
+from kernelc.types import int32 as _int32
+
+MAX_DIMS = 4
+
+Shapelike = int | Sequence[int]
+Devicelike = Device | str | None
+
+
+def _element_layout(dtype: Type) -> tuple[np.dtype, tuple[int, ...]]:
+    """The NumPy scalar dtype and the trailing NumPy axes of one element."""
+    if isinstance(dtype, ScalarType):
+        return dtype.np_dtype, ()
+    if isinstance(dtype, VectorType):
+        return dtype.dtype.np_dtype, (dtype.length,)
+    if isinstance(dtype, MatrixType):
+        return dtype.dtype.np_dtype, tuple(dtype.shape)
+    raise TypeError(f"arrays hold scalars, vectors or matrices, not {dtype!r}")
+
+
+def _resolve_dtype(dtype: Any) -> Type | None:
+    """The element type `dtype` denotes, or None for `typing.Any` (infer / generic)."""
+    if dtype is typing.Any:
+        return None
+    if isinstance(dtype, str):
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"unknown dtype {dtype!r}") from None
+    resolved = as_type(dtype)
+    if not isinstance(resolved, (ScalarType, VectorType, MatrixType)):
+        raise TypeError(f"arrays hold scalars, vectors or matrices, not {dtype!r}")
+    return resolved
+
+
+def _normalize_shape(shape: Shapelike) -> tuple[int, ...]:
+    dims = (shape,) if not isinstance(shape, Sequence) else tuple(shape)
+    try:
+        dims = tuple(operator.index(n) for n in dims)
+    except TypeError:
+        raise TypeError(f"a shape is an int or a tuple of ints, got {shape!r}") from None
+    if not 1 <= len(dims) <= MAX_DIMS:
+        raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got shape {dims}")
+    for axis, n in enumerate(dims):
+        if n < 0:
+            raise ValueError(f"array shapes must be non-negative, got {n} in dimension {axis}")
+    return dims
+
+
+def _contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
+    """Bytes from element 0 to the end of the last element."""
+    if 0 in shape:
+        return 0
+    return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
+
+
+def _aliasable(data: np.ndarray, np_dtype: np.dtype, inner: tuple[int, ...]) -> bool:
+    """Whether kernels may use `data`'s memory as is (copy=False)."""
+    if data.dtype != np_dtype or not data.flags.aligned or not data.flags.writeable:
+        return False
+    if any(s < 0 for s in data.strides):
+        return False
+    # An element (vector / matrix) must be packed: kernels read it as one block.
+    count = len(inner)
+    inner_strides = data.strides[data.ndim - count:] if count else ()
+    return inner_strides == _contiguous_strides(inner, np_dtype.itemsize)
+
+
+class _HostView:
+    """Exposes an array's CPU memory to NumPy; NumPy keeps it (and so the memory) alive."""
+
+    def __init__(self, interface: dict[str, Any], owner: Any) -> None:
+        self.__array_interface__ = interface
+        self.owner = owner
+
+
+class array:
+    """A strided array of 1 to 4 dimensions on a device (Warp's `wp.array`).
+
+    With `data`, `shape` or `ptr` it holds memory; with none of them it is a type-only
+    kernel parameter annotation (`kc.array(dtype=float, ndim=2)`).
+
+    Args:
+        data: Values to copy in: a list, tuple, NumPy array, kc.array, or anything NumPy
+            can convert.
+        dtype: Element type (a kernelc scalar, vector or matrix type, `float`, `int`,
+            `bool`, a NumPy dtype). `typing.Any` infers it from `data` (float64 data stays
+            float64); without data it means float32, and a generic annotation.
+        shape: An int or a tuple of up to 4 ints.
+        strides: Byte strides, only with `ptr` (default: contiguous).
+        ptr: Address of existing memory to wrap (needs `dtype` and `shape`).
+        capacity: Size in bytes of the memory at `ptr` (default: what the view spans).
+        device: Where the array lives (default: the data's device or the current device).
+        copy: If False, NumPy data of the right dtype on the right device is used in place
+            rather than copied (otherwise it is copied, as Warp does).
+        owner: Accepted for Warp compatibility; memory at `ptr` is never freed by kernelc.
+        requires_grad: Stored for Warp compatibility (kernelc computes no gradients).
+        pinned: Page-locked host memory, for faster transfers to CUDA devices.
+        ndim: Number of dimensions (for annotations; checked against data or shape).
+
+    Attributes:
+        ptr: Address of element 0 (int), None for a type-only array.
+        shape: Tuple of dimension sizes.
+        strides: Tuple of byte strides, one per dimension.
+        dtype: The kernelc element type.
+        ndim: Number of dimensions.
+        size: Number of elements.
+        capacity: Bytes of memory the array spans (or was allocated with).
+        device: The Device the memory is on.
+    """
+
+    def __init__(self, data: Any = None, dtype: Any = typing.Any,
+                 shape: Shapelike | None = None, strides: Sequence[int] | None = None,
+                 ptr: int | None = None, capacity: int | None = None,
+                 device: Devicelike = None, copy: bool = True, owner: bool = False,
+                 requires_grad: bool = False, pinned: bool = False,
+                 ndim: int | None = None) -> None:
+        self.requires_grad = requires_grad
+        self.grad: array | None = None
+        self.pinned = pinned
+        self._np: np.ndarray | None = None
+        if data is None and shape is None and ptr is None:
+            self._init_annotation(dtype, 1 if ndim is None else ndim)
+            return
+        resolved = _resolve_dtype(dtype)
+        if ptr is not None and data is not None:
+            raise ValueError("give either data= or ptr=, not both")
+        if ptr is not None:
+            self._init_foreign(ptr, resolved, shape, strides, capacity, device)
+        elif data is None:
+            if strides is not None:
+                raise ValueError("strides= only applies to memory given with ptr=")
+            dims = _normalize_shape(shape)  # type: ignore[arg-type]
+            elem = _float32 if resolved is None else resolved
+            _element_layout(elem)
+            dev = get_device(device)
+            nbytes = elem.size * int(np.prod(dims))
+            alloc = memory.allocate(dev, nbytes, pinned)
+            self._set(alloc, alloc.ptr, dims, _contiguous_strides(dims, elem.size), elem)
+        elif isinstance(data, array):
+            self._init_from_array(data, resolved, shape, device, copy)
+        else:
+            self._init_from_host(data, resolved, shape, device, copy)
+        if ndim is not None and ndim != self.ndim:
+            raise ValueError(f"ndim={ndim} does not match the array's shape {self.shape}")
+
+    # ---- construction ----------------------------------------------------------------
+
+    def _init_annotation(self, dtype: Any, ndim: int) -> None:
+        if not 1 <= ndim <= MAX_DIMS:
+            raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
+        elem = _resolve_dtype(dtype)
+        self._alloc = None
+        self.ptr = None
+        self.shape = None
+        self.strides = None
+        self.dtype = elem
+        self.ndim = ndim
+        self.size = 0
+        self.capacity = 0
+        self.device = None
+        self.is_contiguous = True
+        self._kc_type = ArrayType(elem, ndim)  # type: ignore[arg-type]  (None = generic)
+
+    def _set(self, alloc: memory.Allocation, ptr: int, shape: tuple[int, ...],
+             strides: tuple[int, ...], dtype: Type) -> None:
+        """Fills in every attribute of a memory-backed array (the one place that does)."""
+        self._alloc = alloc
+        self.ptr = ptr
+        self.shape = shape
+        self.strides = strides
+        self.dtype = dtype
+        self.ndim = len(shape)
+        self.size = int(np.prod(shape))
+        self.device = alloc.device
+        dense = _contiguous_strides(shape, dtype.size)
+        # Axes of length 1 never move the address, so their strides do not matter.
+        self.is_contiguous = self.size == 0 or all(
+            s == c for n, s, c in zip(shape, strides, dense) if n != 1
+        )
+        whole = ptr == alloc.ptr and self.is_contiguous and self.size
+        self.capacity = alloc.nbytes if whole else _span(shape, strides, dtype.size)
+        self._kc_type = ArrayType(dtype, len(shape))
+
+    def _init_foreign(self, ptr: int, dtype: Type | None, shape: Shapelike | None,
+                      strides: Sequence[int] | None, capacity: int | None,
+                      device: Devicelike) -> None:
+        if dtype is None or shape is None:
+            raise ValueError("an array made from ptr= needs dtype= and shape=")
+        dims = _normalize_shape(shape)
+        _element_layout(dtype)
+        steps = _contiguous_strides(dims, dtype.size) if strides is None else tuple(strides)
+        if len(steps) != len(dims) or any(s < 0 for s in steps):
+            raise ValueError(f"strides {steps} do not fit shape {dims} (one non-negative "
+                             f"byte stride per dimension)")
+        nbytes = _span(dims, steps, dtype.size) if capacity is None else int(capacity)
+        alloc = memory.Allocation(int(ptr), nbytes, get_device(device))
+        self._set(alloc, int(ptr), dims, steps, dtype)
+
+    def _init_from_array(self, src: array, dtype: Type | None, shape: Shapelike | None,
+                         device: Devicelike, copy: bool) -> None:
+        src._require_memory("kc.array(data=...)")
+        dev = src.device if device is None else get_device(device)
+        elem = src.dtype if dtype is None else dtype
+        if elem != src.dtype:
+            # Conversions happen in NumPy on the host.
+            self._init_from_host(src.numpy(), elem, shape, dev, True)
+            return
+        if shape is not None and _normalize_shape(shape) != src.shape:
+            src = src.reshape(shape)
+        if not copy and dev == src.device:
+            self._set(src._alloc, src.ptr, src.shape, src.strides, src.dtype)
+            return
+        alloc = memory.allocate(dev, src.size * elem.size, self.pinned)
+        self._set(alloc, alloc.ptr, src.shape, _contiguous_strides(src.shape, elem.size), elem)
+        memory.copy_array(self, src)
+
+    def _init_from_host(self, data: Any, dtype: Type | None, shape: Shapelike | None,
+                        device: Devicelike, copy: bool) -> None:
+        try:
+            if dtype is None:
+                host = np.asarray(data)
+                if host.dtype == object or host.dtype.kind in "USVMmc":
+                    raise TypeError(f"unsupported input data dtype {host.dtype}")
+                dtype = as_type(host.dtype)
+                if dtype is None:
+                    raise TypeError(f"NumPy dtype {host.dtype} has no kernelc equivalent")
+            np_dtype, inner = _element_layout(dtype)
+            host = np.asarray(data, dtype=np_dtype)
+        except ValueError as err:
+            raise ValueError(f"cannot convert the data to an array: {err}") from None
+        if host.ndim == 0:
+            raise ValueError(f"array data must be a sequence or array, got the scalar {data!r}")
+        host = self._shape_host(host, dtype, inner, shape)
+        dev = get_device(device)
+        if not copy and dev.is_cpu and _aliasable(host, np_dtype, inner):
+            alloc = memory.Allocation(host.ctypes.data, host.nbytes, dev, host)
+            outer = host.ndim - len(inner)
+            self._set(alloc, alloc.ptr, host.shape[:outer], host.strides[:outer], dtype)
+            return
+        if not _aliasable(host, np_dtype, inner):
+            host = np.ascontiguousarray(host)
+        staging = array(host, dtype=dtype, device="cpu", copy=False)
+        dims = staging.shape
+        alloc = memory.allocate(dev, staging.size * dtype.size, self.pinned)
+        self._set(alloc, alloc.ptr, dims, _contiguous_strides(dims, dtype.size), dtype)
+        memory.copy_array(self, staging)
+
+    @staticmethod
+    def _shape_host(host: np.ndarray, dtype: Type, inner: tuple[int, ...],
+                    shape: Shapelike | None) -> np.ndarray:
+        """Reshapes host data to (outer shape + element shape), checking it fits."""
+        count = len(inner)
+        per_elem = int(np.prod(inner))
+        if shape is not None:
+            dims = _normalize_shape(shape)
+            if host.size != int(np.prod(dims)) * per_elem:
+                raise ValueError(f"data with {host.size} values does not fit shape {dims} "
+                                 f"of {dtype!r}")
+            return host.reshape(dims + inner)
+        if count and host.shape[host.ndim - count:] != inner:
+            # Warp also takes flat data for vector arrays: [x0, y0, z0, x1, ...].
+            if host.ndim == 1 and host.size % per_elem == 0:
+                return host.reshape((host.size // per_elem, *inner))
+            raise ValueError(f"data of shape {host.shape} does not end in the element shape "
+                             f"{inner} of {dtype!r}")
+        outer = host.shape[:host.ndim - count]
+        if not outer:  # a single vector or matrix value
+            return host.reshape((1, *inner))
+        _normalize_shape(outer)
+        return host
+
+    def _view(self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> array:
+        """A new array over the same memory."""
+        view = array.__new__(array)
+        view.requires_grad = self.requires_grad
+        view.grad = None
+        view.pinned = self.pinned
+        view._np = None
+        view._set(self._alloc, ptr, shape, strides, self.dtype)
+        return view
+
+    def _require_memory(self, what: str) -> None:
+        if self.ptr is None:
+            raise TypeError(f"{what} needs an array with memory, but {self!r} is a type "
+                            f"annotation; allocate one with kc.zeros, kc.empty or kc.array(data)")
+
+    # ---- NumPy and interchange -------------------------------------------------------
+
+    def _host_interface(self) -> dict[str, Any]:
+        np_dtype, inner = _element_layout(self.dtype)
+        return {
+            "data": (self.ptr, False),
+            "shape": self.shape + inner,
+            "strides": self.strides + _contiguous_strides(inner, np_dtype.itemsize),
+            "typestr": np_dtype.str,
+            "version": 3,
+        }
+
+    def numpy(self) -> np.ndarray:
+        """The values as a NumPy array: a zero-copy view on the CPU, a copy from a GPU.
+
+        Vector and matrix elements appear as trailing axes.
+        """
+        self._require_memory("numpy()")
+        if not self.device.is_cpu:
+            return memory.to_host(self)
+        if self._np is None:
+            self._np = np.asarray(_HostView(self._host_interface(), self._alloc))
+        return self._np
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        values = self.numpy()
+        if dtype is not None:
+            values = values.astype(dtype, copy=False)
+        return np.array(values, copy=True) if copy else values
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        if self.ptr is None or not self.device.is_cpu:
+            raise AttributeError("__array_interface__ is only defined for CPU arrays")
+        return self._host_interface()
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        if self.ptr is None or not self.device.is_cuda:
+            raise AttributeError("__cuda_array_interface__ is only defined for CUDA arrays")
+        interface = self._host_interface()
+        interface["version"] = 2
+        return interface
+
+    def __dlpack__(self, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: Any = None, copy: bool | None = None) -> Any:
+        self._require_memory("__dlpack__()")
+        if not self.device.is_cpu:
+            raise RuntimeError(f"DLPack export of arrays on {self.device} is not supported yet")
+        options = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
+        return self.numpy().__dlpack__(**{k: v for k, v in options.items() if v is not None})
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        self._require_memory("__dlpack_device__()")
+        # DLPack device codes: kDLCPU = 1, kDLCUDA = 2.
+        return (1, 0) if self.device.is_cpu else (2, self.device.ordinal)
+
+    def list(self) -> list[Any]:
+        """The elements, flattened, as a Python list (vectors and matrices as nested lists)."""
+        _, inner = _element_layout(self.dtype)
+        return self.numpy().reshape((self.size, *inner)).tolist()
+
+    # ---- Python protocol -------------------------------------------------------------
+
+    def __len__(self) -> int:
+        self._require_memory("len()")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        if self.ptr is None:
+            return f"array(dtype={self.dtype!r}, ndim={self.ndim})"
+        return f"array(shape={self.shape}, dtype={self.dtype!r})"
+
+    def __str__(self) -> str:
+        if self.ptr is None:
+            return repr(self)
+        return str(self.numpy())
+
+    def __getitem__(self, key: Any) -> Any:
+        """Views for ints and slices (step > 0); the element itself when fully indexed."""
+        self._require_memory("indexing")
+        key = self._expand_key(key if isinstance(key, tuple) else (key,))
+        ptr, shape, strides = self.ptr, [], []
+        for axis, index in enumerate(key):
+            n, stride = self.shape[axis], self.strides[axis]
+            if isinstance(index, slice):
+                start, stop, step = index.indices(n)
+                if step <= 0:
+                    raise ValueError("array slices need a positive step")
+                length = len(range(start, stop, step))
+                ptr += start * stride if length else 0
+                shape.append(length)
+                strides.append(stride * step)
+                continue
+            i = operator.index(index)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of range for axis {axis} with size {n}")
+            ptr += (i + n if i < 0 else i) * stride
+        shape.extend(self.shape[len(key):])
+        strides.extend(self.strides[len(key):])
+        if not shape:
+            element = self._view(ptr, (1,), (self.dtype.size,)).numpy()[0]
+            return element
+        return self._view(ptr, tuple(shape), tuple(strides))
+
+    def _expand_key(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        for index in key:
+            if not (index is Ellipsis or isinstance(index, slice)
+                    or hasattr(index, "__index__")) or isinstance(index, (bool, np.bool_)):
+                raise TypeError(f"arrays are indexed with ints and slices, not {index!r}")
+        if key.count(Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if Ellipsis in key:
+            at = key.index(Ellipsis)
+            fill = (slice(None),) * (self.ndim - len(key) + 1)
+            key = key[:at] + fill + key[at + 1:]
+        if len(key) > self.ndim:
+            raise IndexError(f"too many indices ({len(key)}) for a {self.ndim}-d array")
+        return key
+
+    # ---- views -----------------------------------------------------------------------
+
+    def reshape(self, shape: Shapelike) -> array:
+        """A view with a new shape (one dimension may be -1); needs a contiguous array."""
+        self._require_memory("reshape()")
+        dims = (shape,) if not isinstance(shape, Sequence) else tuple(shape)
+        dims = tuple(operator.index(n) for n in dims)
+        if dims.count(-1) > 1:
+            raise ValueError("only one dimension of a new shape can be -1")
+        if -1 in dims:
+            known = int(np.prod([n for n in dims if n != -1]))
+            if known == 0 or self.size % known:
+                raise ValueError(f"cannot reshape an array of size {self.size} into {dims}")
+            dims = tuple(self.size // known if n == -1 else n for n in dims)
+        dims = _normalize_shape(dims)
+        if int(np.prod(dims)) != self.size:
+            raise ValueError(f"cannot reshape an array of size {self.size} into {dims}")
+        if not self.is_contiguous:
+            raise RuntimeError("reshaping a non-contiguous array is not supported; "
+                               "call .contiguous() first")
+        return self._view(self.ptr, dims, _contiguous_strides(dims, self.dtype.size))
+
+    def flatten(self) -> array:
+        """A 1-d array of all elements: a view if contiguous, else a contiguous copy."""
+        return self.contiguous().reshape(self.size)
+
+    def transpose(self, axes: Sequence[int] | None = None) -> array:
+        """A view with the dimensions permuted (reversed by default)."""
+        self._require_memory("transpose()")
+        order = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
+        if sorted(order) != list(range(self.ndim)):
+            raise ValueError(f"axes {order} are not a permutation of the {self.ndim} dimensions")
+        return self._view(self.ptr, tuple(self.shape[a] for a in order),
+                          tuple(self.strides[a] for a in order))
+
+    def contiguous(self) -> array:
+        """This array if it is contiguous, else a contiguous copy on the same device."""
+        self._require_memory("contiguous()")
+        return self if self.is_contiguous else clone(self)
+
+    # ---- data movement ---------------------------------------------------------------
+
+    def to(self, device: Devicelike) -> array:
+        """This array on `device`: itself if already there, else a copy."""
+        self._require_memory("to()")
+        target = get_device(device)
+        return self if target == self.device else clone(self, device=target)
+
+    def fill_(self, value: Any) -> None:
+        """Sets every element to `value` (a scalar, or a vector/matrix of the element shape)."""
+        self._require_memory("fill_()")
+        np_dtype, inner = _element_layout(self.dtype)
+        pattern = np.asarray(value, dtype=np_dtype)
+        if pattern.shape not in ((), inner):
+            raise ValueError(f"cannot fill an array of {self.dtype!r} with a value of "
+                             f"shape {pattern.shape}")
+        if self.size:
+            memory.fill_array(self, np.broadcast_to(pattern, inner))
+
+    def zero_(self) -> None:
+        """Sets every element to zero."""
+        self.fill_(0)
+
+    def assign(self, src: Any) -> None:
+        """Copies `src` (an array, NumPy array or list of the same shape) into this array."""
+        self._require_memory("assign()")
+        if not isinstance(src, array):
+            src = array(src, dtype=self.dtype, device="cpu", copy=False)
+        src._require_memory("assign()")
+        if src.dtype != self.dtype:
+            raise TypeError(f"cannot assign an array of {src.dtype!r} to one of {self.dtype!r}")
+        if src.shape != self.shape:
+            raise ValueError(f"cannot assign an array of shape {src.shape} to one of "
+                             f"shape {self.shape}")
+        memory.copy_array(self, src)
+
+
+def array2d(*args: Any, **kwargs: Any) -> array:
+    """`kc.array(..., ndim=2)`: a 2-d array or a 2-d parameter annotation."""
+    return array(*args, ndim=2, **kwargs)
+
+
+def array3d(*args: Any, **kwargs: Any) -> array:
+    """`kc.array(..., ndim=3)`: a 3-d array or a 3-d parameter annotation."""
+    return array(*args, ndim=3, **kwargs)
+
+
+def array4d(*args: Any, **kwargs: Any) -> array:
+    """`kc.array(..., ndim=4)`: a 4-d array or a 4-d parameter annotation."""
+    return array(*args, ndim=4, **kwargs)
+
+
+# ---- constructors ------------------------------------------------------------------------
+
+
+def empty(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
+          requires_grad: bool = False, pinned: bool = False) -> array:
+    """A new array with uninitialised contents.
+
+    Args:
+        shape: An int or a tuple of up to 4 ints.
+        dtype: The element type (float32 by default).
+        device: Where to allocate (the current device by default).
+        requires_grad: Stored for Warp compatibility.
+        pinned: Page-locked host memory.
+
+    Returns:
+        The new array.
+    """
+    return array(shape=shape, dtype=dtype, device=device, requires_grad=requires_grad,
+                 pinned=pinned)
+
+
+def zeros(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
+          requires_grad: bool = False, pinned: bool = False) -> array:
+    """A new array of zeros (inside a kernel: a local fixed-size array). Args as `empty`."""
+    result = empty(shape, dtype, device, requires_grad, pinned)
+    result.zero_()
+    return result
+
+
+zeros._kc_special = "zeros"  # type: ignore[attr-defined]
+
+
+def ones(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
+         requires_grad: bool = False, pinned: bool = False) -> array:
+    """A new array of ones. Args as `empty`."""
+    return full(shape, 1, dtype, device, requires_grad, pinned)
+
+
+def _value_dtype(value: Any) -> Type:
+    """The element type `full` picks for a fill value when no dtype is given (Warp's rule)."""
+    if isinstance(value, (bool, np.bool_)):
+        return _bool
+    if isinstance(value, int):
+        return _int32
+    if isinstance(value, float):
+        return _float32
+    if isinstance(value, np.generic):
+        return _resolve_dtype(value.dtype)  # type: ignore[return-value]
+    resolved = as_type(type(value))
+    if isinstance(resolved, (ScalarType, VectorType, MatrixType)):
+        return resolved
+    raise TypeError(f"cannot infer an element type from the fill value {value!r}; "
+                    f"pass dtype=")
+
+
+def full(shape: Shapelike = 0, value: Any = 0, dtype: Any = typing.Any,
+         device: Devicelike = None, requires_grad: bool = False, pinned: bool = False) -> array:
+    """A new array with every element set to `value`.
+
+    Args:
+        shape: An int or a tuple of up to 4 ints.
+        value: The fill value: a scalar, or a vector/matrix value of the element shape.
+        dtype: The element type; by default inferred from `value` (int -> int32,
+            float -> float32, bool -> bool, NumPy scalars keep their type).
+        device: Where to allocate (the current device by default).
+        requires_grad: Stored for Warp compatibility.
+        pinned: Page-locked host memory.
+
+    Returns:
+        The new array.
+    """
+    elem = _value_dtype(value) if dtype is typing.Any else dtype
+    result = empty(shape, elem, device, requires_grad, pinned)
+    result.fill_(value)
+    return result
+
+
+def _like(src: array, device: Devicelike) -> tuple[Device, bool]:
+    src._require_memory("a *_like constructor")
+    return (src.device if device is None else get_device(device)), src.pinned
+
+
+def empty_like(src: array, device: Devicelike = None, requires_grad: bool | None = None,
+               pinned: bool | None = None) -> array:
+    """An uninitialised array with the shape and dtype of `src` (on its device by default)."""
+    dev, src_pinned = _like(src, device)
+    return empty(src.shape, src.dtype, dev,
+                 src.requires_grad if requires_grad is None else requires_grad,
+                 src_pinned if pinned is None else pinned)
+
+
+def zeros_like(src: array, device: Devicelike = None, requires_grad: bool | None = None,
+               pinned: bool | None = None) -> array:
+    """An array of zeros with the shape and dtype of `src`."""
+    result = empty_like(src, device, requires_grad, pinned)
+    result.zero_()
+    return result
+
+
+def ones_like(src: array, device: Devicelike = None, requires_grad: bool | None = None,
+              pinned: bool | None = None) -> array:
+    """An array of ones with the shape and dtype of `src`."""
+    return full_like(src, 1, device, requires_grad, pinned)
+
+
+def full_like(src: array, value: Any, device: Devicelike = None,
+              requires_grad: bool | None = None, pinned: bool | None = None) -> array:
+    """An array with the shape and dtype of `src`, every element set to `value`."""
+    result = empty_like(src, device, requires_grad, pinned)
+    result.fill_(value)
+    return result
+
+
+def clone(src: array, device: Devicelike = None, requires_grad: bool | None = None,
+          pinned: bool | None = None) -> array:
+    """A contiguous copy of `src` (on its device by default)."""
+    result = empty_like(src, device, requires_grad, pinned)
+    memory.copy_array(result, src)
+    return result
+
+
+def from_numpy(arr: np.ndarray, dtype: Any = None, shape: Shapelike | None = None,
+               device: Devicelike = None, requires_grad: bool = False) -> array:
+    """A new array holding a copy of a NumPy array.
+
+    Args:
+        arr: The values.
+        dtype: The element type; by default the scalar type of `arr.dtype`. Give a vector
+            or matrix type (`kc.vec3`) to turn trailing axes into elements.
+        shape: Reshape the data to this shape (of elements) first.
+        device: Where to allocate (the current device by default).
+        requires_grad: Stored for Warp compatibility.
+
+    Returns:
+        The new array.
+    """
+    return array(arr, dtype=typing.Any if dtype is None else dtype, shape=shape,
+                 device=device, requires_grad=requires_grad)
+
+
+def from_dlpack(obj: Any, dtype: Any = None) -> array:
+    """An array sharing the memory of a DLPack-capable object (a NumPy array, a tensor).
+
+    Args:
+        obj: Any object with `__dlpack__` and `__dlpack_device__`.
+        dtype: Reinterpret trailing axes as this element type (e.g. `kc.vec3`).
+
+    Returns:
+        An array aliasing the same memory when the layout allows it.
+    """
+    kind, ordinal = obj.__dlpack_device__()
+    if kind not in (1, 3):  # kDLCPU, kDLCUDAHost
+        device = get_device(f"cuda:{ordinal}") if kind == 2 else None
+        raise RuntimeError(f"DLPack import from {device or f'device type {kind}'} "
+                           f"is not supported yet")
+    return array(np.from_dlpack(obj), dtype=typing.Any if dtype is None else dtype,
+                 device="cpu", copy=False)
+
+
+def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0,
+         stream: Any = None) -> None:
+    """Copies elements from `src` to `dest`, across devices if need be.
+
+    Offsets and count are in elements of the flattened arrays, as in Warp.
+
+    Args:
+        dest: The destination array.
+        src: The source array (same dtype).
+        dest_offset: First element written in `dest`.
+        src_offset: First element read in `src`.
+        count: How many elements; 0 means `src.size`.
+        stream: Reserved for CUDA stream ordering; unused on the CPU.
+
+    Raises:
+        ValueError: The range falls outside either array, or offsets are used with a
+            non-contiguous destination.
+        TypeError: The dtypes differ.
+    """
+    dest._require_memory("kc.copy")
+    src._require_memory("kc.copy")
+    if dest.dtype != src.dtype:
+        raise TypeError(f"kc.copy needs arrays of one dtype, got {dest.dtype!r} <- {src.dtype!r}")
+    if min(dest_offset, src_offset, count) < 0:
+        raise ValueError(f"kc.copy offsets and count must be non-negative, got dest_offset="
+                         f"{dest_offset}, src_offset={src_offset}, count={count}")
+    n = count or src.size
+    for what, arr, offset in (("source", src, src_offset), ("destination", dest, dest_offset)):
+        if offset + n > arr.size:
+            raise ValueError(f"kc.copy: {what} elements [{offset}, {offset + n}) are out of "
+                             f"range for an array of {arr.size} elements")
+    if n == 0:
+        return
+    whole = dest_offset == src_offset == 0 and n == src.size == dest.size
+    if whole and dest.shape == src.shape:
+        memory.copy_array(dest, src)
+    elif dest.is_contiguous and src.is_contiguous:
+        size = dest.dtype.size
+        memory.copy_bytes(dest.device, dest.ptr + dest_offset * size,
+                          src.device, src.ptr + src_offset * size, n * size)
+    else:
+        part = src.flatten()[src_offset:src_offset + n]
+        if dest.is_contiguous:
+            memory.copy_array(dest.flatten()[dest_offset:dest_offset + n], part)
+        elif dest_offset == 0 and n == dest.size:
+            memory.copy_array(dest, part.reshape(dest.shape))
+        else:
+            raise ValueError("kc.copy into part of a non-contiguous array is not supported; "
+                             "copy into a contiguous array instead")
