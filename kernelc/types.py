@@ -8,7 +8,7 @@ matching NumPy scalar, as Warp's scalar types do.
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any as _Any
 
 import numpy as np
@@ -71,11 +71,25 @@ class VectorType(Type):
 
     length: int
     dtype: ScalarType
-    name: str = ""
+    # The display name does not take part in equality: `vector(3, float32)` is `vec3`.
+    name: str = field(default="", compare=False)
+    # "vec", or "quat" / "transform": same layout, different arithmetic (as in Warp).
+    kind: str = "vec"
 
     @property
     def size(self) -> int:
         return self.length * self.dtype.size
+
+    @property
+    def count(self) -> int:
+        """Number of scalar components."""
+        return self.length
+
+    def __call__(self, *args: _Any) -> _Any:
+        """Host-side construction, e.g. `kc.vec3(1, 2, 3)` -> a small NumPy array."""
+        from kernelc.types_vec import host_value
+
+        return host_value(self, args)
 
     def __repr__(self) -> str:
         return self.name or f"vector({self.length}, {self.dtype.name})"
@@ -87,14 +101,71 @@ class MatrixType(Type):
 
     shape: tuple[int, int]
     dtype: ScalarType
-    name: str = ""
+    name: str = field(default="", compare=False)
 
     @property
     def size(self) -> int:
         return self.shape[0] * self.shape[1] * self.dtype.size
 
+    @property
+    def count(self) -> int:
+        """Number of scalar components (row-major order)."""
+        return self.shape[0] * self.shape[1]
+
+    def __call__(self, *args: _Any) -> _Any:
+        """Host-side construction, e.g. `kc.mat22(1, 2, 3, 4)` -> a (2, 2) NumPy array."""
+        from kernelc.types_vec import host_value
+
+        return host_value(self, args)
+
     def __repr__(self) -> str:
         return self.name or f"matrix({self.shape}, {self.dtype.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class StructType(Type):
+    """A `@kc.struct` class: named fields in C layout (natural alignment, as Warp's ctypes)."""
+
+    name: str
+    fields: tuple[tuple[str, Type], ...]
+    # The Python class; two classes with equal fields are still different types.
+    cls: _Any = field(default=None, repr=False)
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        out, pos = [], 0
+        for _, t in self.fields:
+            pos = -(-pos // alignment(t)) * alignment(t)
+            out.append(pos)
+            pos += t.size
+        return tuple(out)
+
+    @property
+    def size(self) -> int:
+        if not self.fields:
+            return 0
+        end = self.offsets[-1] + self.fields[-1][1].size
+        return -(-end // alignment(self)) * alignment(self)
+
+    def field_index(self, name: str) -> int:
+        for i, (n, _) in enumerate(self.fields):
+            if n == name:
+                return i
+        raise KeyError(name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def alignment(t: Type) -> int:
+    """C alignment of a type in memory (arrays inside structs hold 64-bit fields)."""
+    if isinstance(t, ScalarType):
+        return t.size
+    if isinstance(t, (VectorType, MatrixType)):
+        return t.dtype.size
+    if isinstance(t, StructType):
+        return max((alignment(f) for _, f in t.fields), default=1)
+    return 8
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,7 +189,7 @@ _binary(OpCode.MOD, check_numeric, "mod", "Remainder of a / b with the sign of a
 _binary(OpCode.BITAND, check_int, "bit_and", "Bitwise a & b.")
 _binary(OpCode.BITOR, check_int, "bit_or", "Bitwise a | b.")
 _binary(OpCode.BITXOR, check_int, "bit_xor", "Bitwise a ^ b.")
-_binary(OpCode.SHL, check_int, "lshift", "a << b (shift count taken modulo the bit width).")
+_binary(OpCode.SHL, check_int, "lshift", "a << b (8- and 16-bit operands promoted to 32 bits, as in C).")
 _binary(OpCode.SHR, check_int, "rshift", "a >> b (arithmetic for signed types).")
 
 

@@ -97,17 +97,21 @@ def _int_floordiv(b, x, y, t):
     return b.select(is_zero, ll.Constant(lt, 0), q)
 
 
-def _shift_count(b, y, t):
-    return b.and_(y, ll.Constant(y.type, t.bits - 1))
+def _shift(b, x, y, t, shift):
+    # C (and Warp) promotes 8- and 16-bit operands to 32 bits: shift there, then truncate.
+    if t.bits >= 32:
+        return shift(x, b.and_(y, ll.Constant(y.type, t.bits - 1)))
+    widen = b.sext if t.kind == "int" else b.zext
+    n = b.zext(b.and_(y, ll.Constant(y.type, 31)), I32)
+    return b.trunc(shift(widen(x, I32), n), x.type)
 
 
 def _shl(b, x, y, t):
-    return b.shl(x, _shift_count(b, y, t))
+    return _shift(b, x, y, t, b.shl)
 
 
 def _shr(b, x, y, t):
-    n = _shift_count(b, y, t)
-    return b.ashr(x, n) if t.kind == "int" else b.lshr(x, n)
+    return _shift(b, x, y, t, b.ashr if t.kind == "int" else b.lshr)
 
 
 _INT_BINARY: dict[OpCode, Callable] = {

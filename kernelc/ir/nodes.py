@@ -51,7 +51,12 @@ class OpCode(enum.Enum):
     LOCAL_LOAD = "local_load"  # args: (index,); attr: Slot of a LocalArrayType
     CALL = "call"  # attr: builtin key (see kernelc.builtins)
     CALL_FUNC = "call_func"  # attr: the callee Function's name
-    EXTRACT = "extract"  # args: (tuple_value,); attr: element index
+    EXTRACT = "extract"  # args: (aggregate,); attr: element index (tuple, flat component, field)
+    # Vectors, matrices (row-major, flat component index r * cols + c) and structs:
+    BUILD = "build"  # args: every component / field in order; result: the aggregate
+    INSERT = "insert"  # args: (aggregate, value); attr: index; a copy with one element replaced
+    EXTRACT_DYN = "extract_dyn"  # args: (aggregate, int index); index out of range -> element 0
+    INSERT_DYN = "insert_dyn"  # args: (aggregate, int index, value); out of range -> unchanged
 
 
 BINARY_OPS = frozenset(

@@ -90,10 +90,11 @@ def eval_binary(op: OpCode, a: Any, b: Any, t: T.ScalarType) -> Any:
         return _int_floordiv(a, b, t)
     if op == OpCode.MOD:
         return _int_mod(a, b, t)
-    if op == OpCode.SHL:
-        return wrap(a << (b & (t.bits - 1)), t)
-    if op == OpCode.SHR:
-        return wrap(a >> (b & (t.bits - 1)), t)
+    if op in (OpCode.SHL, OpCode.SHR):
+        # As in C (and Warp): 8- and 16-bit operands are promoted to 32 bits, so their
+        # counts run to 31; the count is taken modulo the (promoted) width.
+        n = b & (max(t.bits, 32) - 1)
+        return wrap(a << n if op == OpCode.SHL else a >> n, t)
     if op == OpCode.POW:
         return wrap(int(a) ** int(b), t) if b >= 0 else 0
     result = {

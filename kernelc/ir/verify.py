@@ -24,6 +24,8 @@ def _verify_function(fn: ir.Function, func_names: set[str]) -> None:
         defined = set(defined)
         for s in b:
             for v in operands(s):
+                if isinstance(s, ir.While) and v == s.cond:
+                    continue  # defined by the loop's own cond_body; checked below
                 if v not in defined:
                     raise IRVerifyError(f"{fn.name}: {v!r} used before definition in {s}")
             if isinstance(s, ir.Op):

@@ -20,91 +20,13 @@ import numpy as np
 
 from kernelc.runtime import memory
 from kernelc.runtime.device import Device, get_device
+from kernelc.runtime.memory import Shapelike, contiguous_strides, element_layout, normalize_shape
 from kernelc.types import ArrayType, MatrixType, ScalarType, Type, VectorType, as_type
 from kernelc.types import bool_ as _bool
 from kernelc.types import float32 as _float32
 from kernelc.types import int32 as _int32
 
-MAX_DIMS = 4
-
-Shapelike = int | Sequence[int]
 Devicelike = Device | str | None
-
-
-def _element_layout(dtype: Type) -> tuple[np.dtype, tuple[int, ...]]:
-    """The NumPy scalar dtype and the trailing NumPy axes of one element."""
-    if isinstance(dtype, ScalarType):
-        return dtype.np_dtype, ()
-    if isinstance(dtype, VectorType):
-        return dtype.dtype.np_dtype, (dtype.length,)
-    if isinstance(dtype, MatrixType):
-        return dtype.dtype.np_dtype, tuple(dtype.shape)
-    raise TypeError(f"arrays hold scalars, vectors or matrices, not {dtype!r}")
-
-
-def _resolve_dtype(dtype: Any) -> Type | None:
-    """The element type `dtype` denotes, or None for `typing.Any` (infer / generic)."""
-    if dtype is typing.Any:
-        return None
-    if isinstance(dtype, str):
-        try:
-            dtype = np.dtype(dtype)
-        except TypeError:
-            raise TypeError(f"unknown dtype {dtype!r}") from None
-    resolved = as_type(dtype)
-    if not isinstance(resolved, (ScalarType, VectorType, MatrixType)):
-        raise TypeError(f"arrays hold scalars, vectors or matrices, not {dtype!r}")
-    return resolved
-
-
-def _normalize_shape(shape: Shapelike) -> tuple[int, ...]:
-    dims = (shape,) if not isinstance(shape, Sequence) else tuple(shape)
-    try:
-        dims = tuple(operator.index(n) for n in dims)
-    except TypeError:
-        raise TypeError(f"a shape is an int or a tuple of ints, got {shape!r}") from None
-    if not 1 <= len(dims) <= MAX_DIMS:
-        raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got shape {dims}")
-    for axis, n in enumerate(dims):
-        if n < 0:
-            raise ValueError(f"array shapes must be non-negative, got {n} in dimension {axis}")
-    return dims
-
-
-def _contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides = []
-    step = itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def _span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
-    """Bytes from element 0 to the end of the last element."""
-    if 0 in shape:
-        return 0
-    return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
-
-
-def _aliasable(data: np.ndarray, np_dtype: np.dtype, inner: tuple[int, ...]) -> bool:
-    """Whether kernels may use `data`'s memory as is (copy=False)."""
-    if data.dtype != np_dtype or not data.flags.aligned or not data.flags.writeable:
-        return False
-    if any(s < 0 for s in data.strides):
-        return False
-    # An element (vector / matrix) must be packed: kernels read it as one block.
-    count = len(inner)
-    inner_strides = data.strides[data.ndim - count:] if count else ()
-    return inner_strides == _contiguous_strides(inner, np_dtype.itemsize)
-
-
-class _HostView:
-    """Exposes an array's CPU memory to NumPy; NumPy keeps it (and so the memory) alive."""
-
-    def __init__(self, interface: dict[str, Any], owner: Any) -> None:
-        self.__array_interface__ = interface
-        self.owner = owner
 
 
 class array:
@@ -142,6 +64,11 @@ class array:
         device: The Device the memory is on.
     """
 
+    # Class-level defaults keep repr() working on an object whose __init__ raised.
+    ptr: int | None = None
+    dtype: Type | None = None
+    ndim = 0
+
     def __init__(self, data: Any = None, dtype: Any = typing.Any,
                  shape: Shapelike | None = None, strides: Sequence[int] | None = None,
                  ptr: int | None = None, capacity: int | None = None,
@@ -155,7 +82,7 @@ class array:
         if data is None and shape is None and ptr is None:
             self._init_annotation(dtype, 1 if ndim is None else ndim)
             return
-        resolved = _resolve_dtype(dtype)
+        resolved = memory.resolve_dtype(dtype)
         if ptr is not None and data is not None:
             raise ValueError("give either data= or ptr=, not both")
         if ptr is not None:
@@ -163,13 +90,13 @@ class array:
         elif data is None:
             if strides is not None:
                 raise ValueError("strides= only applies to memory given with ptr=")
-            dims = _normalize_shape(shape)  # type: ignore[arg-type]
+            dims = normalize_shape(shape)  # type: ignore[arg-type]
             elem = _float32 if resolved is None else resolved
-            _element_layout(elem)
+            element_layout(elem)
             dev = get_device(device)
             nbytes = elem.size * int(np.prod(dims))
             alloc = memory.allocate(dev, nbytes, pinned)
-            self._set(alloc, alloc.ptr, dims, _contiguous_strides(dims, elem.size), elem)
+            self._set(alloc, alloc.ptr, dims, contiguous_strides(dims, elem.size), elem)
         elif isinstance(data, array):
             self._init_from_array(data, resolved, shape, device, copy)
         else:
@@ -180,18 +107,11 @@ class array:
     # ---- construction ----------------------------------------------------------------
 
     def _init_annotation(self, dtype: Any, ndim: int) -> None:
-        if not 1 <= ndim <= MAX_DIMS:
-            raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
-        elem = _resolve_dtype(dtype)
-        self._alloc = None
-        self.ptr = None
-        self.shape = None
-        self.strides = None
-        self.dtype = elem
-        self.ndim = ndim
-        self.size = 0
-        self.capacity = 0
-        self.device = None
+        if not 1 <= ndim <= memory.MAX_DIMS:
+            raise ValueError(f"arrays have 1 to {memory.MAX_DIMS} dimensions, got ndim={ndim}")
+        elem = memory.resolve_dtype(dtype)
+        self._alloc = self.ptr = self.shape = self.strides = self.device = None
+        self.dtype, self.ndim, self.size, self.capacity = elem, ndim, 0, 0
         self.is_contiguous = True
         self._kc_type = ArrayType(elem, ndim)  # type: ignore[arg-type]  (None = generic)
 
@@ -206,13 +126,13 @@ class array:
         self.ndim = len(shape)
         self.size = int(np.prod(shape))
         self.device = alloc.device
-        dense = _contiguous_strides(shape, dtype.size)
+        dense = contiguous_strides(shape, dtype.size)
         # Axes of length 1 never move the address, so their strides do not matter.
         self.is_contiguous = self.size == 0 or all(
             s == c for n, s, c in zip(shape, strides, dense) if n != 1
         )
         whole = ptr == alloc.ptr and self.is_contiguous and self.size
-        self.capacity = alloc.nbytes if whole else _span(shape, strides, dtype.size)
+        self.capacity = alloc.nbytes if whole else memory.span(shape, strides, dtype.size)
         self._kc_type = ArrayType(dtype, len(shape))
 
     def _init_foreign(self, ptr: int, dtype: Type | None, shape: Shapelike | None,
@@ -220,13 +140,13 @@ class array:
                       device: Devicelike) -> None:
         if dtype is None or shape is None:
             raise ValueError("an array made from ptr= needs dtype= and shape=")
-        dims = _normalize_shape(shape)
-        _element_layout(dtype)
-        steps = _contiguous_strides(dims, dtype.size) if strides is None else tuple(strides)
+        dims = normalize_shape(shape)
+        element_layout(dtype)
+        steps = contiguous_strides(dims, dtype.size) if strides is None else tuple(strides)
         if len(steps) != len(dims) or any(s < 0 for s in steps):
             raise ValueError(f"strides {steps} do not fit shape {dims} (one non-negative "
                              f"byte stride per dimension)")
-        nbytes = _span(dims, steps, dtype.size) if capacity is None else int(capacity)
+        nbytes = memory.span(dims, steps, dtype.size) if capacity is None else int(capacity)
         alloc = memory.Allocation(int(ptr), nbytes, get_device(device))
         self._set(alloc, int(ptr), dims, steps, dtype)
 
@@ -239,13 +159,13 @@ class array:
             # Conversions happen in NumPy on the host.
             self._init_from_host(src.numpy(), elem, shape, dev, True)
             return
-        if shape is not None and _normalize_shape(shape) != src.shape:
+        if shape is not None and normalize_shape(shape) != src.shape:
             src = src.reshape(shape)
         if not copy and dev == src.device:
             self._set(src._alloc, src.ptr, src.shape, src.strides, src.dtype)
             return
         alloc = memory.allocate(dev, src.size * elem.size, self.pinned)
-        self._set(alloc, alloc.ptr, src.shape, _contiguous_strides(src.shape, elem.size), elem)
+        self._set(alloc, alloc.ptr, src.shape, contiguous_strides(src.shape, elem.size), elem)
         memory.copy_array(self, src)
 
     def _init_from_host(self, data: Any, dtype: Type | None, shape: Shapelike | None,
@@ -253,30 +173,31 @@ class array:
         try:
             if dtype is None:
                 host = np.asarray(data)
-                if host.dtype == object or host.dtype.kind in "USVMmc":
-                    raise TypeError(f"unsupported input data dtype {host.dtype}")
-                dtype = as_type(host.dtype)
+                # as_type would read object arrays of Python types as type annotations.
+                dtype = None if host.dtype.kind in "OUSVMmc" else as_type(host.dtype)
                 if dtype is None:
-                    raise TypeError(f"NumPy dtype {host.dtype} has no kernelc equivalent")
-            np_dtype, inner = _element_layout(dtype)
+                    raise TypeError(f"unsupported input data dtype {host.dtype}: it has no "
+                                    f"kernelc equivalent")
+            np_dtype, inner = element_layout(dtype)
             host = np.asarray(data, dtype=np_dtype)
         except ValueError as err:
             raise ValueError(f"cannot convert the data to an array: {err}") from None
         if host.ndim == 0:
             raise ValueError(f"array data must be a sequence or array, got the scalar {data!r}")
         host = self._shape_host(host, dtype, inner, shape)
+        if not memory.aliasable(host, np_dtype, inner):
+            host, copy = np.array(host, order="C"), True  # private, packed and writeable
         dev = get_device(device)
-        if not copy and dev.is_cpu and _aliasable(host, np_dtype, inner):
-            alloc = memory.Allocation(host.ctypes.data, host.nbytes, dev, host)
-            outer = host.ndim - len(inner)
-            self._set(alloc, alloc.ptr, host.shape[:outer], host.strides[:outer], dtype)
+        outer = host.ndim - len(inner)
+        wrapped = memory.Allocation(host.ctypes.data, host.nbytes, get_device("cpu"), host)
+        if not copy and dev.is_cpu:
+            self._set(wrapped, wrapped.ptr, host.shape[:outer], host.strides[:outer], dtype)
             return
-        if not _aliasable(host, np_dtype, inner):
-            host = np.ascontiguousarray(host)
-        staging = array(host, dtype=dtype, device="cpu", copy=False)
-        dims = staging.shape
+        staging = array._over(wrapped, wrapped.ptr, host.shape[:outer], host.strides[:outer],
+                              dtype)
         alloc = memory.allocate(dev, staging.size * dtype.size, self.pinned)
-        self._set(alloc, alloc.ptr, dims, _contiguous_strides(dims, dtype.size), dtype)
+        dense = contiguous_strides(staging.shape, dtype.size)
+        self._set(alloc, alloc.ptr, staging.shape, dense, dtype)
         memory.copy_array(self, staging)
 
     @staticmethod
@@ -286,7 +207,7 @@ class array:
         count = len(inner)
         per_elem = int(np.prod(inner))
         if shape is not None:
-            dims = _normalize_shape(shape)
+            dims = normalize_shape(shape)
             if host.size != int(np.prod(dims)) * per_elem:
                 raise ValueError(f"data with {host.size} values does not fit shape {dims} "
                                  f"of {dtype!r}")
@@ -300,18 +221,21 @@ class array:
         outer = host.shape[:host.ndim - count]
         if not outer:  # a single vector or matrix value
             return host.reshape((1, *inner))
-        _normalize_shape(outer)
+        normalize_shape(outer)
         return host
+
+    @classmethod
+    def _over(cls, alloc: memory.Allocation, ptr: int, shape: tuple[int, ...],
+              strides: tuple[int, ...], dtype: Type, pinned: bool = False) -> array:
+        """An array over existing memory, without the checks of __init__."""
+        view = cls.__new__(cls)
+        view.requires_grad, view.grad, view.pinned, view._np = False, None, pinned, None
+        view._set(alloc, ptr, shape, strides, dtype)
+        return view
 
     def _view(self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> array:
         """A new array over the same memory."""
-        view = array.__new__(array)
-        view.requires_grad = self.requires_grad
-        view.grad = None
-        view.pinned = self.pinned
-        view._np = None
-        view._set(self._alloc, ptr, shape, strides, self.dtype)
-        return view
+        return array._over(self._alloc, ptr, shape, strides, self.dtype, self.pinned)
 
     def _require_memory(self, what: str) -> None:
         if self.ptr is None:
@@ -319,16 +243,6 @@ class array:
                             f"annotation; allocate one with kc.zeros, kc.empty or kc.array(data)")
 
     # ---- NumPy and interchange -------------------------------------------------------
-
-    def _host_interface(self) -> dict[str, Any]:
-        np_dtype, inner = _element_layout(self.dtype)
-        return {
-            "data": (self.ptr, False),
-            "shape": self.shape + inner,
-            "strides": self.strides + _contiguous_strides(inner, np_dtype.itemsize),
-            "typestr": np_dtype.str,
-            "version": 3,
-        }
 
     def numpy(self) -> np.ndarray:
         """The values as a NumPy array: a zero-copy view on the CPU, a copy from a GPU.
@@ -339,7 +253,7 @@ class array:
         if not self.device.is_cpu:
             return memory.to_host(self)
         if self._np is None:
-            self._np = np.asarray(_HostView(self._host_interface(), self._alloc))
+            self._np = memory.host_view(self)
         return self._np
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -352,13 +266,13 @@ class array:
     def __array_interface__(self) -> dict[str, Any]:
         if self.ptr is None or not self.device.is_cpu:
             raise AttributeError("__array_interface__ is only defined for CPU arrays")
-        return self._host_interface()
+        return memory.array_interface(self)
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         if self.ptr is None or not self.device.is_cuda:
             raise AttributeError("__cuda_array_interface__ is only defined for CUDA arrays")
-        interface = self._host_interface()
+        interface = memory.array_interface(self)
         interface["version"] = 2
         return interface
 
@@ -377,7 +291,7 @@ class array:
 
     def list(self) -> list[Any]:
         """The elements, flattened, as a Python list (vectors and matrices as nested lists)."""
-        _, inner = _element_layout(self.dtype)
+        _, inner = element_layout(self.dtype)
         return self.numpy().reshape((self.size, *inner)).tolist()
 
     # ---- Python protocol -------------------------------------------------------------
@@ -399,44 +313,10 @@ class array:
     def __getitem__(self, key: Any) -> Any:
         """Views for ints and slices (step > 0); the element itself when fully indexed."""
         self._require_memory("indexing")
-        key = self._expand_key(key if isinstance(key, tuple) else (key,))
-        ptr, shape, strides = self.ptr, [], []
-        for axis, index in enumerate(key):
-            n, stride = self.shape[axis], self.strides[axis]
-            if isinstance(index, slice):
-                start, stop, step = index.indices(n)
-                if step <= 0:
-                    raise ValueError("array slices need a positive step")
-                length = len(range(start, stop, step))
-                ptr += start * stride if length else 0
-                shape.append(length)
-                strides.append(stride * step)
-                continue
-            i = operator.index(index)
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of range for axis {axis} with size {n}")
-            ptr += (i + n if i < 0 else i) * stride
-        shape.extend(self.shape[len(key):])
-        strides.extend(self.strides[len(key):])
-        if not shape:
-            element = self._view(ptr, (1,), (self.dtype.size,)).numpy()[0]
-            return element
-        return self._view(ptr, tuple(shape), tuple(strides))
-
-    def _expand_key(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
-        for index in key:
-            if not (index is Ellipsis or isinstance(index, slice)
-                    or hasattr(index, "__index__")) or isinstance(index, (bool, np.bool_)):
-                raise TypeError(f"arrays are indexed with ints and slices, not {index!r}")
-        if key.count(Ellipsis) > 1:
-            raise IndexError("an index can only have a single ellipsis ('...')")
-        if Ellipsis in key:
-            at = key.index(Ellipsis)
-            fill = (slice(None),) * (self.ndim - len(key) + 1)
-            key = key[:at] + fill + key[at + 1:]
-        if len(key) > self.ndim:
-            raise IndexError(f"too many indices ({len(key)}) for a {self.ndim}-d array")
-        return key
+        ptr, shape, strides = memory.index_layout(self.ptr, self.shape, self.strides, key)
+        if not shape:  # fully indexed: read the one element (NumPy's rule; Warp refuses)
+            return self._view(ptr, (1,), (self.dtype.size,)).numpy()[0]
+        return self._view(ptr, shape, strides)
 
     # ---- views -----------------------------------------------------------------------
 
@@ -452,13 +332,13 @@ class array:
             if known == 0 or self.size % known:
                 raise ValueError(f"cannot reshape an array of size {self.size} into {dims}")
             dims = tuple(self.size // known if n == -1 else n for n in dims)
-        dims = _normalize_shape(dims)
+        dims = normalize_shape(dims)
         if int(np.prod(dims)) != self.size:
             raise ValueError(f"cannot reshape an array of size {self.size} into {dims}")
         if not self.is_contiguous:
             raise RuntimeError("reshaping a non-contiguous array is not supported; "
                                "call .contiguous() first")
-        return self._view(self.ptr, dims, _contiguous_strides(dims, self.dtype.size))
+        return self._view(self.ptr, dims, contiguous_strides(dims, self.dtype.size))
 
     def flatten(self) -> array:
         """A 1-d array of all elements: a view if contiguous, else a contiguous copy."""
@@ -489,7 +369,7 @@ class array:
     def fill_(self, value: Any) -> None:
         """Sets every element to `value` (a scalar, or a vector/matrix of the element shape)."""
         self._require_memory("fill_()")
-        np_dtype, inner = _element_layout(self.dtype)
+        np_dtype, inner = element_layout(self.dtype)
         pattern = np.asarray(value, dtype=np_dtype)
         if pattern.shape not in ((), inner):
             raise ValueError(f"cannot fill an array of {self.dtype!r} with a value of "
@@ -498,8 +378,11 @@ class array:
             memory.fill_array(self, np.broadcast_to(pattern, inner))
 
     def zero_(self) -> None:
-        """Sets every element to zero."""
-        self.fill_(0)
+        """Sets every element to zero (all bytes zero, which also suits struct elements)."""
+        self._require_memory("zero_()")
+        np_dtype, inner = element_layout(self.dtype)
+        if self.size:
+            memory.fill_array(self, np.zeros(inner, np_dtype))
 
     def assign(self, src: Any) -> None:
         """Copies `src` (an array, NumPy array or list of the same shape) into this array."""
@@ -570,14 +453,14 @@ def ones(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
 
 def _value_dtype(value: Any) -> Type:
     """The element type `full` picks for a fill value when no dtype is given (Warp's rule)."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, np.generic):  # before float: numpy.float64 subclasses float
+        return memory.resolve_dtype(value.dtype)  # type: ignore[return-value]
+    if isinstance(value, bool):
         return _bool
     if isinstance(value, int):
         return _int32
     if isinstance(value, float):
         return _float32
-    if isinstance(value, np.generic):
-        return _resolve_dtype(value.dtype)  # type: ignore[return-value]
     resolved = as_type(type(value))
     if isinstance(resolved, (ScalarType, VectorType, MatrixType)):
         return resolved
@@ -587,19 +470,12 @@ def _value_dtype(value: Any) -> Type:
 
 def full(shape: Shapelike = 0, value: Any = 0, dtype: Any = typing.Any,
          device: Devicelike = None, requires_grad: bool = False, pinned: bool = False) -> array:
-    """A new array with every element set to `value`.
+    """A new array with every element set to `value`; other args as `empty`.
 
     Args:
-        shape: An int or a tuple of up to 4 ints.
         value: The fill value: a scalar, or a vector/matrix value of the element shape.
         dtype: The element type; by default inferred from `value` (int -> int32,
             float -> float32, bool -> bool, NumPy scalars keep their type).
-        device: Where to allocate (the current device by default).
-        requires_grad: Stored for Warp compatibility.
-        pinned: Page-locked host memory.
-
-    Returns:
-        The new array.
     """
     elem = _value_dtype(value) if dtype is typing.Any else dtype
     result = empty(shape, elem, device, requires_grad, pinned)
@@ -653,32 +529,20 @@ def clone(src: array, device: Devicelike = None, requires_grad: bool | None = No
 
 def from_numpy(arr: np.ndarray, dtype: Any = None, shape: Shapelike | None = None,
                device: Devicelike = None, requires_grad: bool = False) -> array:
-    """A new array holding a copy of a NumPy array.
+    """A new array holding a copy of `arr`, as `kc.array(arr, dtype, shape, device)`.
 
-    Args:
-        arr: The values.
-        dtype: The element type; by default the scalar type of `arr.dtype`. Give a vector
-            or matrix type (`kc.vec3`) to turn trailing axes into elements.
-        shape: Reshape the data to this shape (of elements) first.
-        device: Where to allocate (the current device by default).
-        requires_grad: Stored for Warp compatibility.
-
-    Returns:
-        The new array.
+    Without `dtype` the element type is the scalar type of `arr.dtype`; give a vector or
+    matrix type (`kc.vec3`) to turn trailing axes into elements.
     """
     return array(arr, dtype=typing.Any if dtype is None else dtype, shape=shape,
                  device=device, requires_grad=requires_grad)
 
 
 def from_dlpack(obj: Any, dtype: Any = None) -> array:
-    """An array sharing the memory of a DLPack-capable object (a NumPy array, a tensor).
+    """An array sharing the memory of an object with `__dlpack__` (NumPy, a tensor).
 
-    Args:
-        obj: Any object with `__dlpack__` and `__dlpack_device__`.
-        dtype: Reinterpret trailing axes as this element type (e.g. `kc.vec3`).
-
-    Returns:
-        An array aliasing the same memory when the layout allows it.
+    `dtype` (e.g. `kc.vec3`) turns trailing axes into elements. The memory is shared when
+    its layout allows (see `copy=False` of `kc.array`).
     """
     kind, ordinal = obj.__dlpack_device__()
     if kind not in (1, 3):  # kDLCPU, kDLCUDAHost
@@ -722,19 +586,4 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
                              f"range for an array of {arr.size} elements")
     if n == 0:
         return
-    whole = dest_offset == src_offset == 0 and n == src.size == dest.size
-    if whole and dest.shape == src.shape:
-        memory.copy_array(dest, src)
-    elif dest.is_contiguous and src.is_contiguous:
-        size = dest.dtype.size
-        memory.copy_bytes(dest.device, dest.ptr + dest_offset * size,
-                          src.device, src.ptr + src_offset * size, n * size)
-    else:
-        part = src.flatten()[src_offset:src_offset + n]
-        if dest.is_contiguous:
-            memory.copy_array(dest.flatten()[dest_offset:dest_offset + n], part)
-        elif dest_offset == 0 and n == dest.size:
-            memory.copy_array(dest, part.reshape(dest.shape))
-        else:
-            raise ValueError("kc.copy into part of a non-contiguous array is not supported; "
-                             "copy into a contiguous array instead")
+    memory.copy_elements(dest, src, dest_offset, src_offset, n)

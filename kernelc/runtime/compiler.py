@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 from kernelc import types as T
 from kernelc.codegen.llvm import LlvmOptions, emit_llvm
 from kernelc.config import config
+from kernelc.errors import Loc
 from kernelc.ir import nodes as ir
 from kernelc.ir.passes import run_pipeline
 from kernelc.ir.printer import format_module
@@ -57,23 +60,30 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...]) -> CpuKernel:
     module = optimized_ir(kernel, arg_types)
     digest = ir_hash(module, options)
     entry = f"kc_{module.kernel.name}_{digest}"
-    source = emit_llvm(module, entry, options)
-    t1 = time.perf_counter()
-    key = cache_key(source.text, state.jit.target_id, __version__, repr(options))
+    # The disk key hashes kernelc's own IR, so a warm start skips LLVM IR generation too.
+    key = cache_key(format_module(module), entry, state.jit.target_id, __version__,
+                    repr(options))
     disk = DiskCache(config.kernel_cache_dir)
-    binary = disk.load(key, "o") if config.cache_kernels else None
+    payload = disk.load(key, "o") if config.cache_kernels else None
+    cached = _unpack_object(payload) if payload is not None else None
+    t1 = time.perf_counter()
     cache = "disk"
-    if binary is None:
+    if cached is None:
+        source = emit_llvm(module, entry, options)
+        t1 = time.perf_counter()
         binary = state.jit.compile(source.text)
         cache = "miss"
+        cached = (binary, source.check_locs, source.has_print)
         if config.cache_kernels:
-            disk.store(key, "o", binary)
+            disk.store(key, "o", _pack_object(*cached))
+    binary, check_locs, has_print = cached
     address = state.jit.load(binary, entry)
     t2 = time.perf_counter()
     compiled = CpuKernel(
         name=kernel.__name__, entry=entry, hash=key, cfunc=KERNEL_CFUNC(address),
-        args_type=args_ctype(arg_types), params=arg_types, check_locs=source.check_locs,
-        has_print=source.has_print, has_loops=_has_loops(module), source=source.text,
+        args_type=args_ctype(arg_types), params=arg_types, check_locs=check_locs,
+        has_print=has_print, has_loops=_has_loops(module),
+        source_fn=functools.partial(_llvm_text, module, entry, options),
         binary=binary, codegen_time=(t1 - t0) * 1e3, backend_time=(t2 - t1) * 1e3, cache=cache,
     )
     if config.log_level == "debug":
@@ -81,6 +91,27 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...]) -> CpuKernel:
         print(f"Module {kernel.key} load on device 'cpu' took {(t2 - t0) * 1e3:.2f} ms  ({how})")
     kernel.compiled[mem_key] = compiled
     return compiled
+
+
+def _llvm_text(module: ir.Module, entry: str, options: LlvmOptions) -> str:
+    return emit_llvm(module, entry, options).text
+
+
+def _pack_object(binary: bytes, check_locs, has_print: bool) -> bytes:
+    meta = json.dumps({"has_print": has_print,
+                       "check_locs": [[c.file, c.line, c.col, c.end_col] for c in check_locs]})
+    head = meta.encode()
+    return len(head).to_bytes(4, "little") + head + binary
+
+
+def _unpack_object(payload: bytes):
+    try:
+        n = int.from_bytes(payload[:4], "little")
+        meta = json.loads(payload[4:4 + n])
+        locs = tuple(Loc(*c) for c in meta["check_locs"])
+        return payload[4 + n:], locs, bool(meta["has_print"])
+    except (ValueError, KeyError, TypeError):
+        return None  # not ours: recompile
 
 
 def _has_loops(module: ir.Module) -> bool:

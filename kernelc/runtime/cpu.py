@@ -8,9 +8,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import llvmlite
-import llvmlite.binding as llvm
-
 from kernelc import types as T
 from kernelc.errors import Loc
 
@@ -21,6 +18,10 @@ class CpuJit:
     """Compiles LLVM IR for the host CPU and loads object code into one MCJIT engine."""
 
     def __init__(self) -> None:
+        import llvmlite  # imported here: loading LLVM costs ~35 ms, paid at the first compile
+        import llvmlite.binding as llvm
+
+        self.llvm = llvm
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
@@ -44,6 +45,7 @@ class CpuJit:
 
     def compile(self, text: str) -> bytes:
         """LLVM IR text -> optimised object code for this CPU."""
+        llvm = self.llvm
         mod = llvm.parse_assembly(text)
         mod.triple = self.triple
         mod.data_layout = str(self.tm.target_data)
@@ -56,6 +58,7 @@ class CpuJit:
         return self.tm.emit_object(mod)
 
     def optimized_ir(self, text: str) -> str:
+        llvm = self.llvm
         mod = llvm.parse_assembly(text)
         mod.triple = self.triple
         mod.data_layout = str(self.tm.target_data)
@@ -69,7 +72,7 @@ class CpuJit:
         with self.lock:
             addr = self._loaded.get(entry)
             if addr is None:
-                self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+                self.engine.add_object_file(self.llvm.ObjectFileRef.from_data(obj))
                 self.engine.finalize_object()
                 addr = self.engine.get_function_address(entry)
                 if not addr:
@@ -181,11 +184,16 @@ class CpuKernel:
     check_locs: tuple[Loc, ...]
     has_print: bool
     has_loops: bool
-    source: str
+    source_fn: object  # () -> LLVM IR text, generated on demand (a cache hit never needs it)
     binary: bytes
     codegen_time: float
     backend_time: float
     cache: str
+
+
+    @property
+    def source(self) -> str:
+        return self.source_fn()
 
 
 def default_threads() -> int:

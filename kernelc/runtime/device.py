@@ -16,7 +16,7 @@ from __future__ import annotations
 import platform
 import re
 from types import ModuleType, TracebackType
-from typing import Any, Union
+from typing import Any
 
 from kernelc.runtime.context import get_runtime
 
@@ -69,7 +69,7 @@ class Device:
         return hash(self.alias)
 
 
-Devicelike = Union[Device, str, None]
+Devicelike = Device | str | None
 
 
 class _DeviceTable:

@@ -166,11 +166,11 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
         token = rec.begin(device, f"forward kernel {kernel.__name__}", TIMING_KERNEL)
     history = rt.flags & _KERNEL_HISTORY_BIT
     t0 = time.perf_counter_ns() if (history or rt.trace is not None) else 0
-    pool = cpu_state(config.num_threads).pool
-    small = size < (64 if compiled.has_loops else 16384)
-    if small:
+    if size < (64 if compiled.has_loops else 16384):  # not worth waking the workers
         compiled.cfunc(args_ptr, 0, size)
     else:
+        pool = rt.cpu.pool if rt.cpu.pool.num_threads == config.num_threads else cpu_state(
+            config.num_threads).pool
         pool.run(compiled.cfunc, args_ptr, size, 8 if compiled.has_loops else 1)
     if compiled.has_print:
         _flush_c_stdout()

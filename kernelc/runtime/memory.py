@@ -5,15 +5,22 @@ of this file, which pick the backend of the device doing the work and report the
 to the activity recorder. The CPU backend is NumPy over 64-byte-aligned host buffers. A
 CUDA backend plugs in by giving `kernelc.runtime.cuda` a `memory_backend()` function that
 returns an object with the `MemoryBackend` methods.
+
+The layout arithmetic shared by arrays and backends (element layout, strides) lives here
+too, so that backends need nothing from the array module.
 """
 
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+import operator
+import typing
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from kernelc import types as T
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.device import Device, cuda_runtime
 from kernelc.timing.flags import TIMING_MEMCPY, TIMING_MEMSET
@@ -23,6 +30,165 @@ if TYPE_CHECKING:
 
 # Cache-line alignment: SIMD loads in generated CPU code never straddle a line at element 0.
 ALIGNMENT = 64
+
+
+# ---- layout ------------------------------------------------------------------------------
+
+MAX_DIMS = 4
+
+Shapelike = int | Sequence[int]
+
+
+def resolve_dtype(dtype: Any) -> T.Type | None:
+    """The element type `dtype` denotes, or None for `typing.Any` (infer / generic)."""
+    if dtype is typing.Any:
+        return None
+    if isinstance(dtype, str):
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"unknown dtype {dtype!r}") from None
+    resolved = T.as_type(dtype)
+    if not isinstance(resolved, (T.ScalarType, T.VectorType, T.MatrixType, T.StructType)):
+        raise TypeError(f"arrays hold scalars, vectors, matrices or structs, not {dtype!r}")
+    return resolved
+
+
+def normalize_shape(shape: Shapelike) -> tuple[int, ...]:
+    """`shape` as a tuple of 1 to 4 non-negative ints; raises ValueError/TypeError if not."""
+    dims = (shape,) if not isinstance(shape, Sequence) else tuple(shape)
+    try:
+        dims = tuple(operator.index(n) for n in dims)
+    except TypeError:
+        raise TypeError(f"a shape is an int or a tuple of ints, got {shape!r}") from None
+    if not 1 <= len(dims) <= MAX_DIMS:
+        raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got shape {dims}")
+    for axis, n in enumerate(dims):
+        if n < 0:
+            raise ValueError(f"array shapes must be non-negative, got {n} in dimension {axis}")
+    return dims
+
+
+def element_layout(dtype: T.Type) -> tuple[np.dtype, tuple[int, ...]]:
+    """The NumPy scalar dtype and the trailing NumPy axes of one array element."""
+    if isinstance(dtype, T.ScalarType):
+        return dtype.np_dtype, ()
+    if isinstance(dtype, T.VectorType):
+        return dtype.dtype.np_dtype, (dtype.length,)
+    if isinstance(dtype, T.MatrixType):
+        return dtype.dtype.np_dtype, tuple(dtype.shape)
+    if isinstance(dtype, T.StructType):
+        return struct_np_dtype(dtype), ()
+    raise TypeError(f"arrays hold scalars, vectors, matrices or structs, not {dtype!r}")
+
+
+def struct_np_dtype(struct: T.StructType) -> np.dtype:
+    """The NumPy structured dtype with the struct's C layout (field offsets and size)."""
+    formats = []
+    for name, field in struct.fields:
+        if isinstance(field, T.ArrayType):
+            raise TypeError(f"arrays of struct {struct!r} are not supported: its field "
+                            f"'{name}' is an array")
+        np_dtype, inner = element_layout(field)
+        formats.append((np_dtype, inner) if inner else np_dtype)
+    return np.dtype({"names": [name for name, _ in struct.fields], "formats": formats,
+                     "offsets": list(struct.offsets), "itemsize": struct.size})
+
+
+def index_layout(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                 key: Any) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """The (ptr, shape, strides) of `view[key]` for ints, slices with step > 0 and `...`."""
+    key = key if isinstance(key, tuple) else (key,)
+    for index in key:
+        if isinstance(index, (bool, np.bool_)) or not (
+                index is Ellipsis or isinstance(index, (slice, int, np.integer))):
+            raise TypeError(f"arrays are indexed with ints and slices, not {index!r}")
+    if key.count(Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (len(shape) - len(key) + 1) + key[at + 1:]
+    if len(key) > len(shape):
+        raise IndexError(f"too many indices ({len(key)}) for a {len(shape)}-d array")
+    new_shape, new_strides = [], []
+    for axis, index in enumerate(key):
+        n, stride = shape[axis], strides[axis]
+        if isinstance(index, slice):
+            start, stop, step = index.indices(n)
+            if step <= 0:
+                raise ValueError("array slices need a positive step")
+            length = len(range(start, stop, step))
+            ptr += start * stride if length else 0
+            new_shape.append(length)
+            new_strides.append(stride * step)
+            continue
+        i = int(index)
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of range for axis {axis} with size {n}")
+        ptr += (i + n if i < 0 else i) * stride
+    new_shape.extend(shape[len(key):])
+    new_strides.extend(strides[len(key):])
+    return ptr, tuple(new_shape), tuple(new_strides)
+
+
+def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Row-major byte strides of a dense block of `shape`."""
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
+    """Bytes from element 0 to the end of the last element."""
+    if 0 in shape:
+        return 0
+    return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
+
+
+def aliasable(data: np.ndarray, np_dtype: np.dtype, inner: tuple[int, ...]) -> bool:
+    """Whether kernels may use a NumPy array's memory as is (`copy=False`)."""
+    if data.dtype != np_dtype or not data.flags.aligned or not data.flags.writeable:
+        return False
+    if any(s < 0 for s in data.strides):
+        return False
+    # A vector or matrix element must be packed: kernels read it as one block.
+    count = len(inner)
+    inner_strides = data.strides[data.ndim - count:] if count else ()
+    return inner_strides == contiguous_strides(inner, np_dtype.itemsize)
+
+
+def array_interface(arr: array) -> dict[str, Any]:
+    """NumPy's `__array_interface__` (version 3) for an array's memory."""
+    np_dtype, inner = element_layout(arr.dtype)
+    interface = {
+        "data": (arr.ptr, False),
+        "shape": arr.shape + inner,
+        "strides": arr.strides + contiguous_strides(inner, np_dtype.itemsize),
+        "typestr": np_dtype.str,
+        "version": 3,
+    }
+    if np_dtype.fields:  # structs: the typestr alone ("|V32") would lose the fields
+        interface["descr"] = np_dtype.descr
+    return interface
+
+
+class _HostMemory:
+    """Hands an array interface to NumPy, which keeps this (and so the memory) alive."""
+
+    def __init__(self, interface: dict[str, Any], owner: Any) -> None:
+        self.__array_interface__ = interface
+        self.owner = owner
+
+
+def host_view(arr: array) -> np.ndarray:
+    """A zero-copy NumPy view of an array whose memory the host can address."""
+    return np.asarray(_HostMemory(array_interface(arr), arr._alloc))
+
+
+# ---- backends ----------------------------------------------------------------------------
 
 
 class Allocation:
@@ -75,17 +241,17 @@ class CpuBackend:
 
     def copy(self, dest: array, src: array) -> None:
         # copyto detects overlapping memory and goes through a temporary when needed.
-        np.copyto(dest.numpy(), src.numpy(), casting="no")
+        np.copyto(host_view(dest), host_view(src), casting="no")
 
     def copy_bytes(self, dest: Device, dest_ptr: int, src: Device, src_ptr: int,
                    nbytes: int) -> None:
         ctypes.memmove(dest_ptr, src_ptr, nbytes)
 
     def fill(self, dest: array, value: np.ndarray) -> None:
-        dest.numpy()[...] = value
+        host_view(dest)[...] = value
 
     def to_numpy(self, src: array) -> np.ndarray:
-        return np.array(src.numpy(), copy=True)
+        return np.array(host_view(src), copy=True)
 
 
 _CPU_BACKEND = CpuBackend()
@@ -101,6 +267,9 @@ def backend(device: Device) -> MemoryBackend:
         raise RuntimeError("kernelc's CUDA runtime is not available: it cannot allocate "
                            "or copy array memory yet")
     return make()
+
+
+# ---- operations, with activity reporting -------------------------------------------------
 
 
 def timed(kind: int, device: Device, name: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -156,6 +325,27 @@ def copy_bytes(dest: Device, dest_ptr: int, src: Device, src_ptr: int, nbytes: i
     worker, name = _copy_route(dest, src)
     timed(TIMING_MEMCPY, worker, name, backend(worker).copy_bytes,
           dest, dest_ptr, src, src_ptr, nbytes)
+
+
+def copy_elements(dest: array, src: array, dest_offset: int, src_offset: int, count: int) -> None:
+    """Copies `count` elements between flattened arrays (the ranges already checked)."""
+    if dest_offset == src_offset == 0 and dest.shape == src.shape and count == src.size:
+        copy_array(dest, src)
+    elif dest.is_contiguous and src.is_contiguous:
+        size = dest.dtype.size
+        copy_bytes(dest.device, dest.ptr + dest_offset * size,
+                   src.device, src.ptr + src_offset * size, count * size)
+    else:
+        # Flattening a strided source makes a dense copy first; a strided destination can
+        # only take a whole-array copy, reshaped to its shape.
+        part = src.flatten()[src_offset:src_offset + count]
+        if dest.is_contiguous:
+            copy_array(dest.flatten()[dest_offset:dest_offset + count], part)
+        elif dest_offset == 0 and count == dest.size:
+            copy_array(dest, part.reshape(dest.shape))
+        else:
+            raise ValueError("kc.copy into part of a non-contiguous array is not supported; "
+                             "copy into a contiguous array instead")
 
 
 def fill_array(dest: array, value: np.ndarray) -> None:

@@ -34,10 +34,11 @@ class JitFlag(enum.IntFlag):
         Default: The flags a new runtime starts with.
     """
 
-    ConstantPropagation = 1 << 0
-    ValueNumbering = 1 << 1
-    DeadCodeElimination = 1 << 2
-    KernelHistory = 1 << 3
+    # KernelHistory is bit 0: the launcher tests that bit directly on its fast path.
+    KernelHistory = 1 << 0
+    ConstantPropagation = 1 << 1
+    ValueNumbering = 1 << 2
+    DeadCodeElimination = 1 << 3
     Default = ConstantPropagation | ValueNumbering | DeadCodeElimination
 
 

@@ -88,8 +88,6 @@ class ScopedTimer:
         self.dict = dict
         if dict is not None:
             dict.setdefault(name, [])
-        if not active:
-            return  # nothing below is needed by an inactive timer
         self.print = print
         self.detailed = detailed
         self.use_nvtx = use_nvtx

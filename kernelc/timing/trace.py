@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -101,9 +102,12 @@ def active_sink() -> TraceSink | None:
     sink = get_runtime().trace
     if sink is not None:
         return sink
-    from kernelc.config import config
-
-    return trace_begin() if config.compile_time_trace else None
+    # Read the setting on every call (a user may set it at any time), through sys.modules
+    # because this runs on every launch; kernelc's package import has loaded the module.
+    settings = sys.modules.get("kernelc.config")
+    if settings is not None and settings.config.compile_time_trace:
+        return trace_begin()
+    return None
 
 
 def trace_export(path: str | os.PathLike[str]) -> Path:

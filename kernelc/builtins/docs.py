@@ -1,0 +1,34 @@
+"""Generates the builtin reference (docs/builtins.md) from the builtin table.
+
+`python -m kernelc.builtins.docs > docs/builtins.md`; a test keeps the file in step.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from kernelc.builtins import BUILTINS
+
+
+def render() -> str:
+    groups: dict[str, list] = {}
+    for b in BUILTINS.values():
+        groups.setdefault(b.group, []).append(b)
+    lines = [
+        "# Builtins",
+        "",
+        "Generated from kernelc's builtin table (`python -m kernelc.builtins.docs`). Every",
+        "builtin is available as `kc.<name>` inside `@kc.kernel` and `@kc.func` functions.",
+        "",
+    ]
+    for group in sorted(groups):
+        lines += [f"## {group.capitalize()}", ""]
+        for b in sorted(groups[group], key=lambda x: x.name):
+            sigs = ", ".join(f"`{s}`" for s in b.signatures())
+            lines.append(f"- {sigs}: {b.doc}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())

@@ -1,0 +1,1 @@
+"""Bundled example simulations: `python -m kernelc.examples` lists them."""

@@ -1,0 +1,188 @@
+"""Vector, matrix, quaternion and transform types with Warp's names, and their host values.
+
+On the host, `kc.vec3(1, 2, 3)` returns a `HostValue`: a NumPy array (shape (3,), or (r, c)
+for matrices) that remembers its kernelc type, so it can be passed as a kernel argument,
+indexed, used in NumPy arithmetic and read back with `np.asarray`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from kernelc import types as T
+
+# Warp's dtype suffixes.
+_SUFFIXES: dict[str, T.ScalarType] = {
+    "h": T.float16, "f": T.float32, "d": T.float64, "b": T.int8, "ub": T.uint8,
+    "s": T.int16, "us": T.uint16, "i": T.int32, "ui": T.uint32, "l": T.int64, "ul": T.uint64,
+}
+_FLOATS = {"h": T.float16, "f": T.float32, "d": T.float64}
+
+
+def vector(length: int, dtype: Any = T.float32) -> T.VectorType:
+    """The vector type of `length` components of `dtype` (`vector(3, float)` is `vec3`)."""
+    scalar = T.as_type(dtype)
+    if not isinstance(scalar, T.ScalarType) or scalar.is_bool:
+        raise TypeError(f"vector components must be a numeric scalar type, got {dtype!r}")
+    if not isinstance(length, int) or length < 1:
+        raise TypeError(f"vector length must be a positive int, got {length!r}")
+    return _NAMED.get(("vec", length, scalar)) or T.VectorType(length, scalar)
+
+
+def matrix(shape: tuple[int, int], dtype: Any = T.float32) -> T.MatrixType:
+    """The matrix type of `shape` (rows, cols) of `dtype` (`matrix((3, 3), float)` is `mat33`)."""
+    scalar = T.as_type(dtype)
+    if not isinstance(scalar, T.ScalarType) or scalar.is_bool:
+        raise TypeError(f"matrix components must be a numeric scalar type, got {dtype!r}")
+    if len(tuple(shape)) != 2 or min(shape) < 1:
+        raise TypeError(f"matrix shape must be two positive ints, got {shape!r}")
+    shape = (int(shape[0]), int(shape[1]))
+    return _NAMED.get(("mat", shape, scalar)) or T.MatrixType(shape, scalar)
+
+
+def quaternion(dtype: Any = T.float32) -> T.VectorType:
+    scalar = T.as_type(dtype)
+    return T.VectorType(4, scalar, _name("quat", scalar), kind="quat")
+
+
+def transformation(dtype: Any = T.float32) -> T.VectorType:
+    scalar = T.as_type(dtype)
+    return T.VectorType(7, scalar, _name("transform", scalar), kind="transform")
+
+
+def _name(base: str, scalar: T.ScalarType) -> str:
+    if scalar == T.float32:
+        return base
+    suffix = next(k for k, v in _SUFFIXES.items() if v == scalar)
+    return base + suffix
+
+
+_NAMED: dict[tuple, T.Type] = {}
+TYPES: dict[str, T.Type] = {}  # every public type name -> type
+
+
+def _define() -> None:
+    for suffix, scalar in _SUFFIXES.items():
+        for n in (2, 3, 4):
+            t = T.VectorType(n, scalar, f"vec{n}" if scalar == T.float32 else f"vec{n}{suffix}")
+            _NAMED[("vec", n, scalar)] = t
+            TYPES[f"vec{n}{suffix}"] = t
+    for suffix, scalar in _FLOATS.items():
+        for n in (2, 3, 4):
+            t = T.MatrixType((n, n), scalar, f"mat{n}{n}" if scalar == T.float32 else
+                             f"mat{n}{n}{suffix}")
+            _NAMED[("mat", (n, n), scalar)] = t
+            TYPES[f"mat{n}{n}{suffix}"] = t
+        TYPES[f"quat{suffix}"] = quaternion(scalar)
+        TYPES[f"transform{suffix}"] = transformation(scalar)
+        sv = T.VectorType(6, scalar, _name("spatial_vector", scalar))
+        sm = T.MatrixType((6, 6), scalar, _name("spatial_matrix", scalar))
+        _NAMED[("vec", 6, scalar)] = sv
+        _NAMED[("mat", (6, 6), scalar)] = sm
+        TYPES[f"spatial_vector{suffix}"] = sv
+        TYPES[f"spatial_matrix{suffix}"] = sm
+    for base in ("vec2", "vec3", "vec4", "mat22", "mat33", "mat44", "quat", "transform",
+                 "spatial_vector", "spatial_matrix"):
+        TYPES[base] = TYPES[base + "f"]
+
+
+_define()
+
+
+# ---- host values ---------------------------------------------------------------------------
+
+
+class HostValue(np.ndarray):
+    """A vector or matrix value on the host: a NumPy array tagged with its kernelc type."""
+
+    _kc_base: T.Type | None = None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self._kc_base = getattr(obj, "_kc_base", None)
+
+    @property
+    def _kc_type(self) -> T.Type | None:
+        """The kernelc type (kept while the shape and dtype still fit it)."""
+        base = self._kc_base
+        if base is not None and self.shape == _shape_of(base) \
+                and self.dtype == base.dtype.np_dtype:
+            return base
+        try:
+            scalar = T.from_numpy_dtype(self.dtype)
+        except TypeError:
+            return None
+        if self.ndim == 1:
+            return vector(self.shape[0], scalar)
+        if self.ndim == 2:
+            return matrix(self.shape, scalar)
+        return None
+
+    def _component(self, i: int) -> Any:
+        if self.ndim != 1 or i >= self.shape[0]:
+            raise AttributeError("component out of range")
+        return self[i]
+
+    def _set_component(self, i: int, value: Any) -> None:
+        if self.ndim != 1 or i >= self.shape[0]:
+            raise AttributeError("component out of range")
+        self[i] = value
+
+    x = property(lambda self: self._component(0), lambda self, v: self._set_component(0, v))
+    y = property(lambda self: self._component(1), lambda self, v: self._set_component(1, v))
+    z = property(lambda self: self._component(2), lambda self, v: self._set_component(2, v))
+    w = property(lambda self: self._component(3), lambda self, v: self._set_component(3, v))
+
+    @property
+    def p(self) -> HostValue:
+        """A transform's translation."""
+        return host_value(TYPES["vec3"] if self.dtype == np.float32 else
+                          vector(3, T.from_numpy_dtype(self.dtype)), (self[:3],))
+
+    @property
+    def q(self) -> HostValue:
+        """A transform's rotation quaternion."""
+        return host_value(quaternion(T.from_numpy_dtype(self.dtype)), (self[3:7],))
+
+
+def _shape_of(t: T.Type) -> tuple[int, ...]:
+    return (t.length,) if isinstance(t, T.VectorType) else tuple(t.shape)
+
+
+def _flatten(args: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, (list, tuple, np.ndarray)):
+            out.extend(np.asarray(a).reshape(-1).tolist())
+        else:
+            out.append(a)
+    return out
+
+
+def host_value(t: T.VectorType | T.MatrixType, args: tuple[Any, ...]) -> HostValue:
+    """A host value of type `t` from components, one fill value, nothing (zero) or sequences."""
+    comps = _flatten(args)
+    count = t.count
+    if not comps:
+        comps = [0] * count
+    elif len(comps) == 1:
+        comps = comps * count
+    if len(comps) != count:
+        raise TypeError(f"{t!r} takes {count} components, got {len(comps)}")
+    data = np.array(comps, dtype=t.dtype.np_dtype).reshape(_shape_of(t))
+    value = data.view(HostValue)
+    value._kc_base = t
+    return value
+
+
+def as_host_array(t: T.Type, value: Any) -> np.ndarray | None:
+    """`value` as a NumPy array of `t`'s shape and dtype, or None when it does not fit."""
+    try:
+        data = np.asarray(value, dtype=t.dtype.np_dtype)
+    except (TypeError, ValueError):
+        return None
+    if data.shape != _shape_of(t):
+        return None
+    return data

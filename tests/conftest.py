@@ -1,0 +1,106 @@
+"""Shared fixtures of the conformance suite: a private kernel cache, seeded inputs, poison."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("KERNELC_VERIFY_IR", "1")  # the IR verifier runs after every pass
+
+import kernelc as kc  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kernel_cache_dir(tmp_path_factory):
+    """Every test session compiles into its own, initially empty, kernel cache."""
+    path = tmp_path_factory.mktemp("kernel_cache")
+    previous = kc.config.kernel_cache_dir
+    kc.config.kernel_cache_dir = str(path)
+    yield path
+    kc.config.kernel_cache_dir = previous
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261101)
+
+
+@pytest.fixture
+def debug_mode():
+    """Runs the test with bounds checks and asserts compiled in."""
+    previous = kc.config.mode
+    kc.config.mode = "debug"
+    yield
+    kc.config.mode = previous
+
+
+def poisoned(shape, dtype) -> kc.array:
+    """An output array filled with NaN (floats) or a sentinel (ints) so unwritten
+    elements cannot pass for results."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        data = np.full(shape, np.nan, dtype=dtype)
+    elif dtype.kind == "b":
+        data = np.ones(shape, dtype=dtype)
+    else:
+        data = np.full(shape, 0x5A, dtype=dtype)
+        if dtype.kind == "i":
+            data[...] = np.iinfo(dtype).min + 3
+    return kc.array(data, dtype=kc.types.from_numpy_dtype(dtype))
+
+
+def nonzero(rng, n, dtype, low=-4.0, high=4.0):
+    """Random values in [low, high) of `dtype`, none of them zero (or near it)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        x = rng.uniform(low, high, n)
+        x[np.abs(x) < 0.05] = 0.5
+        return x.astype(dtype)
+    x = rng.integers(int(low), int(high), n)
+    x[x == 0] = 1
+    return x.astype(dtype)
+
+
+def warp_available() -> bool:
+    try:
+        import warp  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def run_python(code: str, env: dict | None = None, cwd=None, timeout: int = 120):
+    """Runs `code` in a fresh interpreter; returns the CompletedProcess."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=full_env, cwd=cwd, timeout=timeout)
+
+
+def run_warp(script: str, tmp_path, **arrays) -> dict:
+    """Runs a Warp program (`script`, reading `inputs` and filling `results`) in a
+    subprocess and returns its results; skips the test when Warp is not installed."""
+    if not warp_available():
+        pytest.skip("warp-lang is not installed")
+    inp, out = tmp_path / "warp_in.npz", tmp_path / "warp_out.npz"
+    np.savez(inp, **arrays)
+    prologue = f"""
+import numpy as np
+import warp as wp
+wp.config.quiet = True
+wp.init()
+inputs = dict(np.load({str(inp)!r}))
+results = {{}}
+"""
+    epilogue = f"\nnp.savez({str(out)!r}, **results)\n"
+    path = tmp_path / "warp_program.py"  # Warp reads kernel source from a file
+    path.write_text(prologue + textwrap.dedent(script) + epilogue)
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(np.load(out))

@@ -1,0 +1,168 @@
+"""Funcs: calls between funcs, several results, generic specialisation, constants, static."""
+
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+import pytest
+
+import kernelc as kc
+from tests.conftest import nonzero, poisoned
+
+SCALE = kc.constant(3.0)
+OFFSET = 2  # a plain module-level constant
+TABLE = (1, 4, 9, 16)
+
+
+@kc.func
+def square(x: float) -> float:
+    return x * x
+
+
+@kc.func
+def sum_of_squares(x: float, y: float) -> float:
+    return square(x) + square(y)
+
+
+@kc.func
+def divmod_int(a: int, b: int) -> tuple[int, int]:
+    return a // b, a % b
+
+
+@kc.func
+def min_max(x: float, y: float):
+    if x < y:
+        return x, y
+    return y, x
+
+
+@kc.func
+def twice(x: typing.Any):
+    return x + x
+
+
+@kc.func
+def no_result(a: kc.array(dtype=float), i: int, v: float):
+    a[i] = v
+
+
+@kc.kernel
+def use_funcs(a: kc.array(dtype=float), b: kc.array(dtype=float), q: kc.array(dtype=int),
+              o: kc.array2d(dtype=float), oi: kc.array2d(dtype=int), o5: kc.array(dtype=float)):
+    i = kc.tid()
+    o[0, i] = sum_of_squares(a[i], b[i])
+    lo, hi = min_max(a[i], b[i])
+    o[1, i] = lo
+    o[2, i] = hi
+    d, m = divmod_int(q[i], 3)
+    oi[0, i] = d
+    oi[1, i] = m
+    oi[2, i] = twice(q[i])
+    o[3, i] = twice(a[i])
+    o[4, i] = kc.float32(twice(kc.float64(a[i])))
+    no_result(o5, i, SCALE * a[i] + float(OFFSET))
+
+
+def test_funcs_calling_funcs_and_tuple_results(rng):
+    n = 32
+    a, b = nonzero(rng, n, np.float32), nonzero(rng, n, np.float32)
+    q = rng.integers(-20, 20, n).astype(np.int32)
+    o, oi, o5 = poisoned((5, n), np.float32), poisoned((3, n), np.int32), poisoned(n, np.float32)
+    kc.launch(use_funcs, n, inputs=[kc.array(a, dtype=float), kc.array(b, dtype=float),
+                                    kc.array(q, dtype=int), o, oi, o5])
+    got = o.numpy()
+    np.testing.assert_allclose(got[0], a * a + b * b, rtol=1e-6)
+    np.testing.assert_array_equal(got[1], np.minimum(a, b))
+    np.testing.assert_array_equal(got[2], np.maximum(a, b))
+    np.testing.assert_array_equal(got[3], 2 * a)
+    np.testing.assert_array_equal(got[4], 2 * a)
+    np.testing.assert_allclose(o5.numpy(), 3 * a + 2, rtol=1e-6)
+    np.testing.assert_array_equal(oi.numpy(), [q // 3, q - 3 * (np.trunc(q / 3)), 2 * q])
+
+
+def test_generic_func_is_specialised_per_type():
+    kernel_ir = use_funcs.get_ir()
+    names = sorted(f.name for f in kernel_ir.funcs if f.name.startswith("twice"))
+    assert len(names) == 3  # int32, float32 and float64
+
+
+@kc.kernel
+def generic_kernel(a: kc.array(dtype=typing.Any), o: kc.array(dtype=typing.Any)):
+    i = kc.tid()
+    o[i] = twice(a[i]) * a[i]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint16])
+def test_generic_kernel_overloads(dtype, rng):
+    t = kc.types.from_numpy_dtype(np.dtype(dtype))
+    a = nonzero(rng, 16, dtype, 1, 9)
+    out = poisoned(16, dtype)
+    kc.launch(generic_kernel, 16, inputs=[kc.array(a, dtype=t), out])
+    np.testing.assert_allclose(out.numpy(), (2 * a * a).astype(dtype), rtol=1e-6)
+
+
+def test_each_specialisation_compiles_once(rng):
+    @kc.kernel
+    def negate(a: kc.array(dtype=typing.Any)):
+        a[kc.tid()] = -a[kc.tid()]
+
+    for dtype in (float, float, kc.float64, float, kc.float64):
+        kc.launch(negate, 4, inputs=[kc.ones(4, dtype=dtype)])
+    assert len(negate.compiled) == 2
+
+
+def test_closure_constants_and_static_are_folded():
+    factor = 5
+    shift = 0.25
+
+    @kc.kernel
+    def closure(o: kc.array(dtype=float), oi: kc.array(dtype=int)):
+        o[0] = float(factor) + shift
+        oi[0] = TABLE[2] + kc.static(factor * OFFSET + len(TABLE))
+        oi[1] = kc.static(sum(TABLE))
+
+    o, oi = poisoned(1, np.float32), poisoned(2, np.int32)
+    kc.launch(closure, 1, inputs=[o, oi])
+    assert o.numpy()[0] == 5.25 and oi.numpy().tolist() == [9 + 14, 30]
+    from kernelc.ir import nodes as ir
+    from kernelc.runtime.compiler import optimized_ir
+
+    module = optimized_ir(closure, closure.param_types)
+    opcodes = {s.opcode for s in ir.walk(module.kernel.body) if isinstance(s, ir.Op)}
+    assert opcodes <= {ir.OpCode.CONST}  # everything folded; only the stores remain
+
+
+def test_return_annotation_converts_literals():
+    @kc.func
+    def half() -> kc.float64:
+        return 0.5
+
+    @kc.kernel
+    def use(o: kc.array(dtype=kc.float64)):
+        o[0] = half() + kc.float64(1.0)
+
+    o = poisoned(1, np.float64)
+    kc.launch(use, 1, inputs=[o])
+    assert o.numpy()[0] == 1.5
+
+
+@kc.func
+def countdown(n: int) -> int:
+    if n <= 0:
+        return 0
+    return countdown(n - 1) + 1
+
+
+def test_recursion_is_a_compile_error():
+    @kc.kernel
+    def recursive(o: kc.array(dtype=int)):
+        o[0] = countdown(3)
+
+    with pytest.raises(kc.KernelError, match="recursion"):
+        kc.launch(recursive, 1, inputs=[kc.zeros(1, dtype=int)])
+    assert not recursive.compiled
+
+
+def test_func_runs_on_the_host_as_python():
+    assert square(3.0) == 9.0 and divmod_int(7, 2) == (3, 1)
