@@ -32,6 +32,9 @@ ERROR_LOCAL_OUT_OF_BOUNDS = 3
 class LlvmOptions:
     debug: bool = False  # bounds checks and asserts
     vector_width: int = 512  # the "prefer-vector-width" attribute of the entry function
+    # Atomics on arrays only ever touched at the thread's own index become plain
+    # read-modify-writes (the launcher turns this off when arguments alias).
+    private_atomics: bool = True
 
 
 @dataclass(frozen=True)
@@ -126,10 +129,15 @@ class FunctionEmitter:
         self.slots: dict[int, ll.Value] = {}
         self.loops: list[tuple[ll.Block, ll.Block]] = []
         self.debug = state.options.debug
+        self.private: frozenset[int] = frozenset()
 
     # ---- function shells ------------------------------------------------------------------
 
     def emit_kernel(self) -> None:
+        if self.state.options.private_atomics:
+            from kernelc.ir.analysis import thread_private_params
+
+            self.private = thread_private_params(self.fn)
         fnty = ll.FunctionType(ll.VoidType(), [PTR, I64, I64])
         f = ll.Function(self.state.llmod, fnty, self.state.entry)
         args, start, end = f.args
@@ -472,8 +480,30 @@ _ATOMIC_OPS = {
 def _op_atomic(e: FunctionEmitter, s: ir.Op):
     arr, *indices, value = s.args
     ptr = e.element_ptr(arr, indices, s.loc)
-    op = _ATOMIC_OPS[(s.attr, arr.type.dtype.kind)]
+    dtype = arr.type.dtype
+    if arr.id in e.private:  # no other thread can touch this element
+        old = e.b.load(ptr, typ=llvm_type(dtype))
+        new = _PRIVATE_RMW[s.attr](e.b, old, e.v(value), dtype)
+        e.b.store(new, ptr)
+        return old
+    op = _ATOMIC_OPS[(s.attr, dtype.kind)]
     return e.b.atomic_rmw(op, ptr, e.v(value), "monotonic")
+
+
+def _rmw_minmax(pick_new_if: str):
+    def rmw(b, old, new, t):
+        take = ops.compare(b, OpCode.LT if pick_new_if == "<" else OpCode.GT, new, old, t)
+        return b.select(take, new, old)
+
+    return rmw
+
+
+_PRIVATE_RMW = {
+    "add": lambda b, old, v, t: ops.binary(b, OpCode.ADD, old, v, t),
+    "sub": lambda b, old, v, t: ops.binary(b, OpCode.SUB, old, v, t),
+    "min": _rmw_minmax("<"),
+    "max": _rmw_minmax(">"),
+}
 
 
 def _op_local_load(e: FunctionEmitter, s: ir.Op):

@@ -87,3 +87,57 @@ def count_work(kernel, arg_types, dims) -> tuple[float | None, float | None]:
     n = math.prod(dims)
     f, b = cached
     return (None if f is None else f * n), (None if b is None else b * n)
+
+
+def thread_private_params(fn: ir.Function) -> frozenset[int]:
+    """Array parameters that each thread touches only at its own element.
+
+    A parameter qualifies when every use of it is a load, store or atomic whose indices are
+    exactly the thread's index (`a[tid()]`, or `a[i, j]` with `i, j = tid()`) and it is
+    never copied, passed to a func or indexed otherwise. No two threads then share an
+    element, so atomics on it need no atomic instruction, provided no other argument
+    aliases it (the launcher checks that). Returns the parameters' value ids.
+    """
+    stores: dict[int, list[ir.Value]] = {}
+    tid_of: dict[ir.Value, tuple[int, int]] = {}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.StoreSlot):
+            stores.setdefault(s.slot.id, []).append(s.value)
+        elif isinstance(s, ir.Op) and s.opcode == OpCode.TID:
+            tid_of[s.result] = s.attr
+    tid_slots = {sid: tid_of[vals[0]] for sid, vals in stores.items()
+                 if len(vals) == 1 and vals[0] in tid_of}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Op) and s.opcode == OpCode.LOAD_SLOT and s.attr.id in tid_slots:
+            tid_of[s.result] = tid_slots[s.attr.id]
+
+    def own_index(indices) -> bool:
+        axes = [tid_of.get(i) for i in indices]
+        if any(a is None for a in axes):
+            return False
+        if len(axes) == 1 and axes[0] == (0, 0):
+            return True
+        return all(a == (k, len(axes)) for k, a in enumerate(axes))
+
+    candidates = {p.id for p in fn.params
+                  if isinstance(p.type, T.ArrayType) and p.type.dtype is not None}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Op) and s.opcode in (OpCode.ARRAY_LOAD, OpCode.ATOMIC):
+            arr, rest = s.args[0], s.args[1:]
+            indices = rest if s.opcode == OpCode.ARRAY_LOAD else rest[:-1]
+            if not own_index(indices):
+                candidates.discard(arr.id)
+            others = rest
+        elif isinstance(s, ir.ArrayStore):
+            if not own_index(s.indices):
+                candidates.discard(s.array.id)
+            others = (*s.indices, s.value)
+        elif isinstance(s, ir.Op) and s.opcode == OpCode.ARRAY_SHAPE:
+            others = ()
+        else:
+            from kernelc.ir.passes.rewrite import operands
+
+            others = operands(s)
+        for v in others:
+            candidates.discard(v.id)
+    return frozenset(candidates)

@@ -33,25 +33,25 @@ def optimized_ir(kernel, arg_types: tuple[T.Type, ...]) -> ir.Module:
 _OPTIONS: dict[str, LlvmOptions] = {}
 
 
-def cpu_options() -> LlvmOptions:
-    options = _OPTIONS.get(config.mode)
+def cpu_options(private_atomics: bool = True) -> LlvmOptions:
+    options = _OPTIONS.get((config.mode, private_atomics))
     if options is None:
         jit = cpu_state(config.num_threads).jit
         # 512-bit vectors where the CPU has them: kernels are mostly streaming loops, and
         # LLVM's default of 256 bits halves their width for no gain here.
         width = 512 if jit.has_avx512 else 256
-        options = _OPTIONS[config.mode] = LlvmOptions(debug=config.mode == "debug",
-                                                      vector_width=width)
+        options = _OPTIONS[(config.mode, private_atomics)] = LlvmOptions(
+            debug=config.mode == "debug", vector_width=width, private_atomics=private_atomics)
     return options
 
 
-def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...]) -> CpuKernel:
+def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
+                   private_atomics: bool = True) -> CpuKernel:
     """The loaded CPU kernel for these argument types (memory cache, disk cache, compile)."""
-    options = cpu_options()
+    options = cpu_options(private_atomics)
     mem_key = ("cpu", arg_types, options)
     found = kernel.compiled.get(mem_key)
     if found is not None:
-        found.cache = "memory"
         return found
     from kernelc import __version__
 
@@ -83,6 +83,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...]) -> CpuKernel:
         name=kernel.__name__, entry=entry, hash=key, cfunc=KERNEL_CFUNC(address),
         args_type=args_ctype(arg_types), params=arg_types, check_locs=check_locs,
         has_print=has_print, has_loops=_has_loops(module),
+        private_params=_private(module, options),
         source_fn=functools.partial(_llvm_text, module, entry, options),
         binary=binary, codegen_time=(t1 - t0) * 1e3, backend_time=(t2 - t1) * 1e3, cache=cache,
     )
@@ -91,6 +92,14 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...]) -> CpuKernel:
         print(f"Module {kernel.key} load on device 'cpu' took {(t2 - t0) * 1e3:.2f} ms  ({how})")
     kernel.compiled[mem_key] = compiled
     return compiled
+
+
+def _private(module: ir.Module, options: LlvmOptions) -> frozenset[int]:
+    if not options.private_atomics:
+        return frozenset()
+    from kernelc.ir.analysis import thread_private_params
+
+    return thread_private_params(module.kernel)
 
 
 def _llvm_text(module: ir.Module, entry: str, options: LlvmOptions) -> str:

@@ -19,7 +19,9 @@ class Runtime:
         self.recorder: Any = None
         # JitFlag bits (see kernelc.timing.history); KernelHistory makes launches append
         # one dict each to `history`.
-        self.flags: int = 0
+        from kernelc.timing.history import default_flags
+
+        self.flags: int = int(default_flags())
         self.history: list[dict[str, Any]] = []
         # Chrome-trace sink: an object with `event(name, category, start_ns, end_ns, args)`,
         # or None when tracing is off.

@@ -184,6 +184,7 @@ class CpuKernel:
     check_locs: tuple[Loc, ...]
     has_print: bool
     has_loops: bool
+    private_params: frozenset[int]  # arrays whose atomics compiled to plain updates
     source_fn: object  # () -> LLVM IR text, generated on demand (a cache hit never needs it)
     binary: bytes
     codegen_time: float

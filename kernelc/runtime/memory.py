@@ -185,7 +185,10 @@ class _HostMemory:
 
 def host_view(arr: array) -> np.ndarray:
     """A zero-copy NumPy view of an array whose memory the host can address."""
-    return np.asarray(_HostMemory(array_interface(arr), arr._alloc))
+    view = np.asarray(_HostMemory(array_interface(arr), arr._alloc))
+    np_dtype = element_layout(arr.dtype)[0]
+    # NumPy names the padding fields of a struct's descr, so restore the exact dtype.
+    return view.view(np_dtype) if np_dtype.fields else view
 
 
 # ---- backends ----------------------------------------------------------------------------
