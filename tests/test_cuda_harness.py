@@ -88,7 +88,7 @@ def test_float_ops(t):
     rng = np.random.default_rng(2)
     n = 200
     a = rng.uniform(-50, 50, n).astype(t.np_dtype)
-    b = rng.uniform(0.5, 4, n).astype(t.np_dtype) * rng.choice([-1, 1], n)
+    b = (rng.uniform(0.5, 4, n) * rng.choice([-1, 1], n)).astype(t.np_dtype)
     a[:4] = [7.0, -7.0, 0.5, 3.0]
     b[:4] = [-2.0, 2.0, 0.0, -0.0]
     out = poisoned((n, len(K.FLOAT_OPS)), t.np_dtype)

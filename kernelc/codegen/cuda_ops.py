@@ -197,7 +197,8 @@ def _binary(em: FunctionEmitter, op: ir.Op) -> str:
         return f"({ct})(({u}){a} {_C_BINARY[code]} ({u}){b})"
     if code in (OpCode.BITAND, OpCode.BITOR, OpCode.BITXOR):
         return f"({ct})({a} {_C_BINARY[code]} {b})"
-    mask = t.bits - 1  # shift counts wrap at the bit width, as on x86
+    # Shift counts wrap at the width the operand is promoted to (C: 8/16-bit -> 32).
+    mask = max(t.bits, 32) - 1
     if code == OpCode.SHL:
         return f"({ct})(({_wide_unsigned(t)}){a} << ({b} & {mask}))"
     if code == OpCode.SHR:  # arithmetic for signed types (C++20, and every CUDA compiler)

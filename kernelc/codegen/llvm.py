@@ -370,7 +370,10 @@ class FunctionEmitter:
         if self.debug:
             self.check(ok, ERROR_LOCAL_OUT_OF_BOUNDS, loc, [i64], [I64(t.length)])
         safe = b.select(ok, i64, I64(0))
-        ptr = b.gep(self.slots[slot.id], [I64(0), safe], source_etype=llvm_type(t, memory=True))
+        # llvmlite gives a GEP the type of its (typed) base pointer: make the base opaque
+        # so the element pointer is a plain `ptr` that stores and loads accept.
+        base = b.bitcast(self.slots[slot.id], PTR)
+        ptr = b.gep(base, [I64(0), safe], source_etype=llvm_type(t, memory=True))
         return ptr, ok
 
     def check(self, ok, code: int, loc: Loc, index, shape) -> None:

@@ -1,4 +1,4 @@
-"""2-D wave equation on a grid: a 5-point stencil, leapfrog in time, fixed borders.
+"""2-D wave equation on a grid: a 5-point stencil, leapfrog in time, reflecting borders.
 
 Run: python -m kernelc.examples wave [--num-frames N] [--device cuda] [--output DIR]
 Each frame is timed with ScopedTimer; the last frame's timer reports every kernel launch.
@@ -18,10 +18,13 @@ def wave_step(u_prev: kc.array2d(dtype=float), u: kc.array2d(dtype=float),
     i, j = kc.tid()
     n = u.shape[0]
     m = u.shape[1]
-    if i == 0 or j == 0 or i == n - 1 or j == m - 1:
-        u_next[i, j] = 0.0  # clamped border
-        return
-    lap = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j]
+    # Reflecting (Neumann) borders: a neighbour outside the grid mirrors the border cell,
+    # so the Laplacian sums to zero and the total displacement is conserved.
+    up = u[kc.max(i - 1, 0), j]
+    down = u[kc.min(i + 1, n - 1), j]
+    left = u[i, kc.max(j - 1, 0)]
+    right = u[i, kc.min(j + 1, m - 1)]
+    lap = up + down + left + right - 4.0 * u[i, j]
     u_next[i, j] = 2.0 * u[i, j] - u_prev[i, j] + c2 * lap
 
 

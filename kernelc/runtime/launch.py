@@ -43,6 +43,9 @@ def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Ty
 
     if want is None or isinstance(want, T.ArrayType):
         kc_type = getattr(value, "_kc_type", None)
+        if isinstance(kc_type, T.ArrayType) and getattr(value, "device", None) is None:
+            raise fail("got a type-only array (an annotation such as kc.array(dtype=float)); "
+                       "pass an array with data")
         if isinstance(kc_type, T.ArrayType) and hasattr(value, "ptr"):
             if want is not None:
                 if kc_type.ndim != want.ndim:
@@ -176,7 +179,6 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
         _flush_c_stdout()
     if token is not None:
         rec.end(token)
-    compiled.cache = "memory"  # later launches find it in memory
     if t0:
         t1 = time.perf_counter_ns()
         if history:
@@ -184,6 +186,7 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
         if rt.trace is not None:
             rt.trace.event(f"forward kernel {kernel.__name__}", "launch", t0, t1,
                            {"dim": list(dims), "device": str(device)})
+    compiled.cache = "memory"  # later launches find it in memory
     if error.code:
         _raise_kernel_error(kernel, compiled, error)
 
