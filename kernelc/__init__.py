@@ -20,6 +20,14 @@ from kernelc.builtins import BUILTINS as _BUILTINS  # noqa: E402
 
 globals().update({name: entry for name, entry in _BUILTINS.items()})
 
+# ---- vectors, matrices, quaternions, transforms, structs ---------------------------------
+from kernelc.types_vec import TYPES as _VEC_TYPES, vector, matrix  # noqa: E402
+from kernelc.frontend.construct import identity  # noqa: E402
+from kernelc.frontend.struct import struct  # noqa: E402
+from kernelc.frontend.generic import overload  # noqa: E402
+
+globals().update(_VEC_TYPES)
+
 # ---- runtime: arrays and devices ---------------------------------------------------------
 from kernelc.runtime.device import (  # noqa: E402
     Device, ScopedDevice, get_cuda_device_count, get_cuda_devices, get_device, get_devices,

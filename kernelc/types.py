@@ -293,3 +293,15 @@ def is_scalar(t: Type) -> bool:
 
 def is_numeric(t: Type) -> bool:
     return isinstance(t, ScalarType) and not t.is_bool
+
+
+def __getattr__(name: str) -> _Any:
+    # `kc.types.vector(3, float)`, `kc.types.matrix((3, 3), float)` and the named vector and
+    # matrix types live in kernelc.types_vec (which builds on this module).
+    from kernelc import types_vec
+
+    if name in ("vector", "matrix", "quaternion", "transformation"):
+        return getattr(types_vec, name)
+    if name in types_vec.TYPES:
+        return types_vec.TYPES[name]
+    raise AttributeError(f"module 'kernelc.types' has no attribute '{name}'")

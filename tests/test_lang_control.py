@@ -120,7 +120,7 @@ def test_range_forms_while_break_continue(rng):
 
 @kc.kernel
 def runtime_step(start: int, stop: int, step: int, o: kc.array(dtype=int)):
-    count = int(0)
+    count = 0
     for i in range(start, stop, step):
         o[count] = i
         count += 1
@@ -143,7 +143,7 @@ def early_return(a: kc.array(dtype=float), o: kc.array(dtype=float)):
     o[i] = -1.0
     if a[i] < 0.0:
         return
-    for k in range(3):
+    for _k in range(3):
         if a[i] > 2.0:
             o[i] = 2.0
             return

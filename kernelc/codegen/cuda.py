@@ -22,8 +22,15 @@ from typing import Any
 from kernelc import types as T
 from kernelc.codegen.cuda_layout import ParamLayout, build_layout
 from kernelc.codegen.cuda_ops import (
-    OP_EMITTERS, UnsupportedError, c_string, func_symbol, printf_arg, return_struct,
-    storage_type, to_storage, value_type,
+    OP_EMITTERS,
+    UnsupportedError,
+    c_string,
+    func_symbol,
+    printf_arg,
+    return_struct,
+    storage_type,
+    to_storage,
+    value_type,
 )
 from kernelc.codegen.cuda_prelude import PRELUDE
 from kernelc.errors import KernelError, Loc
@@ -216,7 +223,8 @@ class FunctionEmitter:
         head: list[str] = []
         params = "".join(f", {value_type(p.type)} {self.name(p)}" for p in fn.params)
         if fn.is_kernel:
-            signature = f"static __device__ __forceinline__ void kc_body_{fn.name}(kc_thread& kc_t{params})"
+            signature = (f"static __device__ __forceinline__ void "
+                         f"kc_body_{fn.name}(kc_thread& kc_t{params})")
         else:
             if len(fn.return_types) > 1:
                 fields = " ".join(f"{value_type(t)} f{i};" for i, t in enumerate(fn.return_types))

@@ -10,7 +10,7 @@ header that supplies the CUDA keywords, intrinsics and atomics on the host).
 
 from __future__ import annotations
 
-PRELUDE = r"""// ---- kernelc prelude ------------------------------------------------------------------
+PRELUDE = r"""// ---- kernelc prelude -------------------------------------------------------------
 #ifdef KC_HOST_EMULATION
 #include KC_HOST_EMULATION
 #endif
@@ -194,7 +194,9 @@ KC_FN float kc_half_to_float(kc_uint16 h) {
     const kc_uint32 exponent = (h >> 10) & 0x1fu;
     const kc_uint32 mantissa = h & 0x3ffu;
     if (exponent == 0x1fu) return kc_bitcast<float>(sign | 0x7f800000u | (mantissa << 13));
-    if (exponent != 0) return kc_bitcast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+    if (exponent != 0) {
+        return kc_bitcast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+    }
     const float sub = (float)mantissa * 5.9604644775390625e-8f;  // mantissa * 2^-24, exact
     return sign ? -sub : sub;
 }

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from llvmlite import ir as ll
 
 from kernelc import types as T
+from kernelc.codegen import llvm_aggregate
 from kernelc.codegen import llvm_ops as ops
 from kernelc.codegen.llvm_ops import I1, I8, I32, I64, PTR, llvm_type
 from kernelc.errors import Loc
@@ -370,10 +371,11 @@ class FunctionEmitter:
         if self.debug:
             self.check(ok, ERROR_LOCAL_OUT_OF_BOUNDS, loc, [i64], [I64(t.length)])
         safe = b.select(ok, i64, I64(0))
-        # llvmlite gives a GEP the type of its (typed) base pointer: make the base opaque
-        # so the element pointer is a plain `ptr` that stores and loads accept.
-        base = b.bitcast(self.slots[slot.id], PTR)
-        ptr = b.gep(base, [I64(0), safe], source_etype=llvm_type(t, memory=True))
+        base = self.slots[slot.id]
+        # Given `source_etype`, llvmlite types a GEP like its base pointer ([N x T]* for a
+        # typed alloca, which stores then reject): there, let it derive the element type.
+        etype = llvm_type(t, memory=True) if base.type.is_opaque else None
+        ptr = b.gep(base, [I64(0), safe], source_etype=etype)
         return ptr, ok
 
     def check(self, ok, code: int, loc: Loc, index, shape) -> None:
@@ -482,8 +484,10 @@ _ATOMIC_OPS = {
 
 def _op_atomic(e: FunctionEmitter, s: ir.Op):
     arr, *indices, value = s.args
-    ptr = e.element_ptr(arr, indices, s.loc)
     dtype = arr.type.dtype
+    if isinstance(dtype, (T.VectorType, T.MatrixType)):  # component-wise, as in Warp
+        return llvm_aggregate.atomic_components(e, s, _ATOMIC_OPS[(s.attr, dtype.dtype.kind)])
+    ptr = e.element_ptr(arr, indices, s.loc)
     if arr.id in e.private:  # no other thread can touch this element
         old = e.b.load(ptr, typ=llvm_type(dtype))
         new = _PRIVATE_RMW[s.attr](e.b, old, e.v(value), dtype)
@@ -539,6 +543,7 @@ _OPS = {
     OpCode.LOCAL_LOAD: _op_local_load, OpCode.CALL: _op_call, OpCode.CALL_FUNC: _op_call_func,
     OpCode.EXTRACT: _op_extract,
 }
+_OPS.update(llvm_aggregate.OPS)  # BUILD / EXTRACT / INSERT (+ dynamic index) on aggregates
 _OPS.update({op: _op_binary for op in ir.BINARY_OPS})
 _OPS.update({op: _op_compare for op in ir.COMPARE_OPS})
 _OPS.update({op: _op_unary for op in ir.UNARY_OPS})

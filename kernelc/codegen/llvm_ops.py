@@ -31,6 +31,11 @@ def llvm_type(t: T.Type, memory: bool = False) -> ll.Type:
         return ll.LiteralStructType([llvm_type(e, memory) for e in t.elements])
     if isinstance(t, T.LocalArrayType):
         return ll.ArrayType(llvm_type(t.dtype, memory=True), t.length)
+    if isinstance(t, (T.VectorType, T.MatrixType)):
+        # Always the packed C layout (vec3 = 3 floats): registers and memory agree.
+        return ll.ArrayType(llvm_type(t.dtype, memory=True), t.count)
+    if isinstance(t, T.StructType):
+        return ll.LiteralStructType([llvm_type(f, memory=True) for _, f in t.fields])
     if isinstance(t, T.VoidType):
         return ll.VoidType()
     raise NotImplementedError(f"the CPU backend cannot represent {t!r} yet")
@@ -183,8 +188,11 @@ def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
     if src.is_float and dst.is_float:
         return b.fptrunc(x, target) if dst.bits < src.bits else b.fpext(x, target)
     if src.is_float:  # saturating, NaN -> 0: defined for every input
-        name = "llvm.fptosi.sat" if dst.kind == "int" else "llvm.fptoui.sat"
-        fn = b.module.declare_intrinsic(name, [target, x.type])
+        # llvmlite's declare_intrinsic does not know these: declare them by mangled name.
+        base = "llvm.fptosi.sat" if dst.kind == "int" else "llvm.fptoui.sat"
+        name = f"{base}.i{dst.bits}.f{src.bits}"
+        fn = b.module.globals.get(name) or ll.Function(
+            b.module, ll.FunctionType(target, [x.type]), name)
         return b.call(fn, [x])
     if dst.is_float:
         return b.sitofp(x, target) if src.kind == "int" else b.uitofp(x, target)

@@ -61,9 +61,46 @@ class Func(_SourceMixin):
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
+        # Overloads: same-named funcs defined in one scope, resolved by argument types.
+        self.variants: list[Func] = [self]
 
     def __call__(self, *args: Any) -> Any:
         return self.func(*args)  # on the host a func is an ordinary Python function
+
+    def add_variant(self, other: Func) -> None:
+        """Adds an overload; one with the same annotations replaces the earlier definition."""
+        signature = _raw_signature(other.func)
+        for i, v in enumerate(self.variants):
+            if _raw_signature(v.func) == signature:
+                self.variants[i] = other
+                if i == 0:
+                    self.func = other.func
+                    self.__dict__.pop("source", None)
+                    self.__dict__.pop("annotations", None)
+                    self.__dict__.pop("arg_names", None)
+                return
+        self.variants.append(other)
+
+    def resolve(self, arg_types: Sequence[T.Type], weak: Sequence[bool]
+                ) -> tuple[Func, tuple[T.Type, ...]]:
+        """The overload to call and its parameter types: an exact match first (concrete
+        annotations before generic ones), then one that converts literal arguments."""
+        if len(self.variants) == 1:
+            return self, self.specialize(arg_types, weak)
+        ordered = sorted(self.variants, key=lambda v: v.is_generic)
+        for loose in (False, True):
+            for v in ordered:
+                try:
+                    return v, v.specialize(arg_types, weak if loose else [False] * len(weak))
+                except KernelError:
+                    continue
+        got = ", ".join(repr(t) for t in arg_types)
+        raise KernelError(f"no overload of func '{self.__name__}' accepts ({got})")
+
+    @property
+    def is_generic(self) -> bool:
+        return any(self.annotations.get(n) is typing.Any or _generic_array(
+            self.annotations.get(n)) for n in self.arg_names)
 
     def return_annotation(self) -> tuple[T.Type, ...] | None:
         ann = self.annotations.get("return", inspect.Signature.empty)
@@ -192,5 +229,26 @@ def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
 
 
 def func(f: Callable) -> Func:
-    """Decorator making a Python function callable from kernels."""
-    return Func(f)
+    """Decorator making a Python function callable from kernels.
+
+    Defining several funcs with one name in one scope (with different annotations) makes
+    overloads, chosen at each call by the argument types, as in Warp.
+    """
+    new = Func(f)
+    caller = inspect.currentframe().f_back
+    existing = caller.f_locals.get(f.__name__) if caller is not None else None
+    if isinstance(existing, Func) and existing.func.__qualname__ == f.__qualname__ \
+            and existing.func.__module__ == f.__module__:
+        existing.add_variant(new)
+        return existing
+    return new
+
+
+def _raw_signature(f: Callable) -> tuple:
+    return tuple((k, repr(v)) for k, v in getattr(f, "__annotations__", {}).items()
+                 if k != "return")
+
+
+def _generic_array(ann: Any) -> bool:
+    t = T.as_type(ann)
+    return isinstance(t, T.ArrayType) and t.dtype is None

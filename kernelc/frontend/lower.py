@@ -10,6 +10,8 @@ from typing import Any
 from kernelc import types as T
 from kernelc.errors import KernelError, Loc
 from kernelc.frontend.builder import IRBuilder, Val
+from kernelc.frontend.construct import ConstructLowering
+from kernelc.frontend.lower_aggregate import AggregateLowering
 from kernelc.frontend.lower_expr import ExprLowering, LocalArray, PyObj, TupleVal
 from kernelc.frontend.lower_stmt import StmtLowering
 from kernelc.frontend.source import Source
@@ -50,7 +52,8 @@ class TidRef:
     """`kc.tid()` before we know how many values it is unpacked into."""
 
 
-class FunctionLowerer(ExprLowering, StmtLowering, ast.NodeVisitor):
+class FunctionLowerer(AggregateLowering, ConstructLowering, ExprLowering, StmtLowering,
+                      ast.NodeVisitor):
     def __init__(self, ctx: CompileContext, source: Source, param_types: tuple[T.Type, ...],
                  is_kernel: bool, name: str, return_annotation: Any = None):
         self.ctx = ctx
@@ -172,12 +175,6 @@ class FunctionLowerer(ExprLowering, StmtLowering, ast.NodeVisitor):
         self.b.store(slot, value.value)
         self.names[name] = slot
 
-    def format_value(self, v: Val, args: list) -> str:
-        raise KernelError(f"print() cannot format a {v.type!r}")
-
-    def length_of(self, v: Val) -> Val:
-        raise KernelError(f"len() is not defined for {v.type!r}")
-
     def eval_annotation(self, node: ast.expr) -> T.Type:
         value = self.visit(node)
         obj = value.obj if isinstance(value, PyObj) else None
@@ -218,7 +215,7 @@ class FunctionLowerer(ExprLowering, StmtLowering, ast.NodeVisitor):
         args = [self.as_val(self.visit(a), a) for a in node.args]
         if node.keywords:
             raise KernelError("keyword arguments are not supported in func calls")
-        param_types = obj.specialize([a.type for a in args], [a.weak for a in args])
+        obj, param_types = obj.resolve([a.type for a in args], [a.weak for a in args])
         coerced = tuple(self.coerce(a, t).value for a, t in zip(args, param_types))
         callee = self.ctx.lower_func(obj, param_types, self.b.loc)
         results = callee.return_types

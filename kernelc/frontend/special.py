@@ -149,8 +149,10 @@ def _range(lowerer, node: ast.Call):
 
 @cache
 def _handlers():
+    from kernelc.frontend.construct import SPECIAL_FORMS
+
     return {"tid": _tid, "static": _static, "print": _print, "printf": _printf, "zeros": _zeros,
-            "len": _len, "range": _range}
+            "len": _len, "range": _range, **SPECIAL_FORMS}
 
 
 _PYTHON_SPECIALS = {print: "print", len: "len", range: "range"}

@@ -87,11 +87,25 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
         source_fn=functools.partial(_llvm_text, module, entry, options),
         binary=binary, codegen_time=(t1 - t0) * 1e3, backend_time=(t2 - t1) * 1e3, cache=cache,
     )
+    _trace_compile(kernel.__name__, cache, t0, t1, t2)
     if config.log_level == "debug":
         how = "compiled" if cache == "miss" else "cached"
         print(f"Module {kernel.key} load on device 'cpu' took {(t2 - t0) * 1e3:.2f} ms  ({how})")
     kernel.compiled[mem_key] = compiled
     return compiled
+
+
+def _trace_compile(name: str, cache: str, t0: float, t1: float, t2: float) -> None:
+    from kernelc.timing.trace import active_sink
+
+    sink = active_sink()
+    if sink is None:
+        return
+    # perf_counter and perf_counter_ns share one clock: seconds -> ns keeps events aligned.
+    a, b, c = (int(t * 1e9) for t in (t0, t1, t2))
+    sink.event(f"codegen {name}", "compile", a, b, {"cache": cache})
+    phase = "llvm compile" if cache == "miss" else "load cached object"
+    sink.event(f"{phase} {name}", "compile", b, c, {"cache": cache})
 
 
 def _private(module: ir.Module, options: LlvmOptions) -> frozenset[int]:

@@ -162,7 +162,23 @@ def ctype_of(t: T.Type) -> type:
         return _SCALAR_CTYPES[t.name]
     if isinstance(t, T.ArrayType):
         return array_ctype(t.ndim)
+    if isinstance(t, (T.VectorType, T.MatrixType)):
+        return _SCALAR_CTYPES[t.dtype.name] * t.count
+    if isinstance(t, T.StructType):
+        return struct_ctype(t)
     raise NotImplementedError(f"cannot pass {t!r} to a CPU kernel yet")
+
+
+_STRUCT_CTYPES: dict[T.StructType, type] = {}
+
+
+def struct_ctype(t: T.StructType) -> type:
+    """A ctypes Structure with the struct's C layout (ctypes aligns fields as C does)."""
+    if t not in _STRUCT_CTYPES:
+        _STRUCT_CTYPES[t] = type(f"Struct_{t.name}", (ctypes.Structure,), {
+            "_fields_": [(name, ctype_of(f)) for name, f in t.fields]
+        })
+    return _STRUCT_CTYPES[t]
 
 
 def args_ctype(params: tuple[T.Type, ...]) -> type:

@@ -16,6 +16,7 @@ from kernelc.errors import KernelError, KernelRuntimeError, render_caret
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
 from kernelc.timing.flags import TIMING_KERNEL
+from kernelc.timing.trace import active_sink
 
 _KERNEL_HISTORY_BIT = 1  # kernelc.timing.history.JitFlag.KernelHistory
 
@@ -96,9 +97,16 @@ def _scalar_type_of(value: Any, fail) -> T.Type:
 
 def _other_arg_type(want: T.Type, value: Any, fail) -> T.Type:
     kc_type = getattr(value, "_kc_type", None)
-    if kc_type == want:
+    if kc_type == want and (not isinstance(want, T.VectorType) or kc_type.kind == want.kind):
         return want
-    raise fail(f"expected {want!r}, got {type(value).__name__}")
+    if isinstance(want, (T.VectorType, T.MatrixType)) and not isinstance(kc_type, T.StructType):
+        from kernelc.types_vec import as_host_array
+
+        # Plain sequences and arrays of the right shape are accepted, as in Warp.
+        if as_host_array(want, value) is not None:
+            return want
+    got = repr(kc_type) if kc_type is not None else type(value).__name__
+    raise fail(f"expected {want!r}, got {got}")
 
 
 def pack_args(compiled: CpuKernel, values: Sequence[Any], dims: tuple[int, ...]):
@@ -119,6 +127,12 @@ def pack_args(compiled: CpuKernel, values: Sequence[Any], dims: tuple[int, ...])
                 a.strides[k] = v.strides[k]
         elif isinstance(t, T.ScalarType):
             setattr(args, field, _scalar_bits(t, v))
+        else:  # vectors, matrices, structs: their C-layout bytes
+            from kernelc.frontend.struct import struct_bytes
+
+            data = struct_bytes(t, v)
+            offset = getattr(type(args), field).offset
+            ctypes.memmove(ctypes.addressof(args) + offset, data, len(data))
     return args
 
 
@@ -168,7 +182,8 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
     if rec is not None and rec.wants(TIMING_KERNEL):
         token = rec.begin(device, f"forward kernel {kernel.__name__}", TIMING_KERNEL)
     history = rt.flags & _KERNEL_HISTORY_BIT
-    t0 = time.perf_counter_ns() if (history or rt.trace is not None) else 0
+    trace = rt.trace if rt.trace is not None or not config.compile_time_trace else active_sink()
+    t0 = time.perf_counter_ns() if (history or trace is not None) else 0
     if size < (64 if compiled.has_loops else 16384):  # not worth waking the workers
         compiled.cfunc(args_ptr, 0, size)
     else:
@@ -183,8 +198,8 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
         t1 = time.perf_counter_ns()
         if history:
             rt.history.append(_history_record(kernel, compiled, dims, device, (t1 - t0) / 1e6))
-        if rt.trace is not None:
-            rt.trace.event(f"forward kernel {kernel.__name__}", "launch", t0, t1,
+        if trace is not None:
+            trace.event(f"forward kernel {kernel.__name__}", "launch", t0, t1,
                            {"dim": list(dims), "device": str(device)})
     compiled.cache = "memory"  # later launches find it in memory
     if error.code:

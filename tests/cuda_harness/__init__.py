@@ -126,8 +126,9 @@ class HostKernel:
         if head[0] == 0:
             return None
         ndim = int(head[2])
-        return ErrorRecord(int(head[0]), int(head[1]), ndim, tuple(int(x) for x in error[2:2 + ndim]),
-                           tuple(int(x) for x in error[6:6 + ndim]))
+        index = tuple(int(x) for x in error[2:2 + ndim])
+        shape = tuple(int(x) for x in error[6:6 + ndim])
+        return ErrorRecord(int(head[0]), int(head[1]), ndim, index, shape)
 
 
 def _directory() -> Path:

@@ -6,12 +6,6 @@ from typing import Any
 
 import kernelc as kc
 from kernelc import types as T
-from kernelc.frontend.special import special
-
-
-@special("zeros")
-def local_zeros(shape: int, dtype: Any) -> None:
-    """Stands in for `kc.zeros` inside kernels until the public name exists."""
 
 
 def arr(dtype: T.Type, ndim: int = 1) -> T.ArrayType:
@@ -99,7 +93,7 @@ def casts(f: F32, d: arr(T.float64), big: arr(T.int64), out_i: arr(T.int64, 2),
 
 @kc.func
 def count_to(n: int) -> int:
-    total = int(0)
+    total = 0
     for k in range(n):
         if k == 5:
             return total + 1000
@@ -116,7 +110,7 @@ def divmod_pair(a: int, b: int):
 def control(n: I32, step: I32, out: arr(T.int32, 2)):
     i = kc.tid()
     # nested loops with break and continue
-    acc = int(0)
+    acc = 0
     for j in range(n[i]):
         if j % 3 == 1:
             continue
@@ -126,15 +120,15 @@ def control(n: I32, step: I32, out: arr(T.int32, 2)):
             acc += k
     out[i, 0] = acc
     # a range whose step sign is only known at run time
-    s = int(0)
-    count = int(0)
+    s = 0
+    count = 0
     for j in range(n[i], -n[i], step[i]):
         s += j
         count += 1
     out[i, 1] = s
     out[i, 2] = count
     # while with break/continue
-    w = int(0)
+    w = 0
     m = n[i]
     while m > 0:
         m -= 1
@@ -232,10 +226,10 @@ def math_unit(u: Any, w: Any, out: Any):
 @kc.kernel
 def local_arrays(a: F32, out: arr(T.float32, 2)):
     i = kc.tid()
-    buf = local_zeros(shape=8, dtype=float)
+    buf = kc.zeros(shape=8, dtype=float)
     for k in range(8):
         buf[k] = a[i] + float(k)
-    acc = float(0.0)
+    acc = 0.0
     for k in range(7, -1, -1):
         acc = acc * 0.5 + buf[k]
     out[i, 0] = acc
@@ -265,8 +259,8 @@ def tid_3d(out: arr(T.int32, 3), flat: I32):
 
 @kc.kernel
 def tid_4d(out: arr(T.int32, 4)):
-    i, j, k, l = kc.tid()
-    out[i, j, k, l] = i * 1000 + j * 100 + k * 10 + l
+    i, j, k, m = kc.tid()
+    out[i, j, k, m] = i * 1000 + j * 100 + k * 10 + m
 
 
 @kc.kernel
@@ -298,7 +292,7 @@ def debug_checks(a: F32, out: F32, mode: int):
         assert a[i] < 5.0
         out[i] = 1.0
     elif mode == 2:
-        buf = local_zeros(shape=4, dtype=float)
+        buf = kc.zeros(shape=4, dtype=float)
         out[i] = buf[i]
     else:
         out[i] = checked_read(a, i * 2)

@@ -1,0 +1,97 @@
+"""LLVM lowering of the aggregate ops: BUILD, EXTRACT, INSERT and their dynamic-index forms,
+and component-wise atomics on arrays of vectors and matrices.
+
+Vectors and matrices are LLVM arrays of their components, structs literal structs of their
+fields, both in memory form (bool as i8), so a value is stored and loaded as a whole and the
+layout equals the C layout the runtime packs.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from kernelc import types as T
+from kernelc.codegen import llvm_ops as ops
+from kernelc.codegen.llvm_ops import I32, llvm_type
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+
+def _element_type(agg: T.Type, index: int) -> T.Type:
+    if isinstance(agg, T.StructType):
+        return agg.fields[index][1]
+    if isinstance(agg, T.TupleType):
+        return agg.elements[index]
+    return agg.dtype
+
+
+def _is_memory_form(agg: T.Type) -> bool:
+    # Tuples (a func's several results) hold register-form values; the others memory form.
+    return not isinstance(agg, T.TupleType)
+
+
+def op_build(e, s: ir.Op):
+    b = e.b
+    agg = ll.Constant(llvm_type(s.result.type), None)
+    for i, a in enumerate(s.args):
+        agg = b.insert_value(agg, ops.to_memory(b, e.v(a), a.type), i)
+    return agg
+
+
+def op_extract(e, s: ir.Op):
+    (src,) = s.args
+    value = e.b.extract_value(e.v(src), s.attr)
+    if _is_memory_form(src.type):
+        value = ops.from_memory(e.b, value, _element_type(src.type, s.attr))
+    return value
+
+
+def op_insert(e, s: ir.Op):
+    agg, value = s.args
+    return e.b.insert_value(e.v(agg), ops.to_memory(e.b, e.v(value), value.type), s.attr)
+
+
+def op_extract_dyn(e, s: ir.Op):
+    """A select chain over the components: stays in registers (and SIMD-friendly)."""
+    b = e.b
+    agg, index = s.args
+    whole, i = e.v(agg), e.v(index)
+    out = b.extract_value(whole, 0)
+    for k in range(1, agg.type.count):
+        hit = b.icmp_signed("==", i, ll.Constant(i.type, k))
+        out = b.select(hit, b.extract_value(whole, k), out)
+    return ops.from_memory(b, out, agg.type.dtype)
+
+
+def op_insert_dyn(e, s: ir.Op):
+    b = e.b
+    agg, index, value = s.args
+    whole, i = e.v(agg), e.v(index)
+    new = ops.to_memory(b, e.v(value), value.type)
+    for k in range(agg.type.count):
+        hit = b.icmp_signed("==", i, ll.Constant(i.type, k))
+        whole = b.insert_value(whole, b.select(hit, new, b.extract_value(whole, k)), k)
+    return whole
+
+
+def atomic_components(e, s: ir.Op, op_name: str):
+    """An atomic on an array of vectors/matrices: one atomic per component; the result
+    gathers the components' old values."""
+    arr, *indices, value = s.args
+    dtype = arr.type.dtype
+    b = e.b
+    ptr = e.element_ptr(arr, indices, s.loc)
+    agg_type = llvm_type(dtype)
+    whole = e.v(value)
+    old = ll.Constant(agg_type, None)
+    for k in range(dtype.count):
+        comp_ptr = b.gep(ptr, [I32(0), I32(k)], source_etype=agg_type)
+        prev = b.atomic_rmw(op_name, comp_ptr, b.extract_value(whole, k), "monotonic")
+        old = b.insert_value(old, prev, k)
+    return old
+
+
+OPS = {
+    OpCode.BUILD: op_build, OpCode.EXTRACT: op_extract, OpCode.INSERT: op_insert,
+    OpCode.EXTRACT_DYN: op_extract_dyn, OpCode.INSERT_DYN: op_insert_dyn,
+}

@@ -1,0 +1,188 @@
+"""Construction of vectors, matrices, quaternions, transforms and structs inside kernels.
+
+`kc.vec3(x, y, z)`, `kc.vec3(s)` (fill), `kc.vec3()` (zero), `kc.vec3d(v)` (component-wise
+cast of another vector of the same length), `kc.mat22(a, b, c, d)`, `kc.transform(p, q)`,
+`MyStruct()` (all fields zero), and the keyword forms `kc.vector(..., length=, dtype=)`,
+`kc.matrix(..., shape=, dtype=)` and `kc.identity(n=, dtype=)`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.frontend.builder import Val
+from kernelc.ir.nodes import OpCode, Value
+from kernelc.types_vec import matrix, vector
+
+
+class ConstructLowering:
+    """The `construct` hook of ExprLowering for aggregate types."""
+
+    def construct(self, target: T.Type, node: ast.Call):
+        if isinstance(target, T.StructType):
+            if node.args:
+                raise KernelError(f"{target!r}() takes no arguments; assign the fields instead")
+            return Val(self.b.op(OpCode.CONST, (), target, None))
+        if not isinstance(target, (T.VectorType, T.MatrixType)):
+            return super().construct(target, node)
+        args = [self.as_val(self.visit(a), a) for a in node.args]
+        return Val(self.build_aggregate(target, args))
+
+    def build_aggregate(self, target: T.VectorType | T.MatrixType, args: list[Val]) -> Value:
+        n, dtype = target.count, target.dtype
+        if not args:
+            return self.b.op(OpCode.BUILD, [self.b.const(0, dtype)] * n, target)
+        if len(args) == 1 and not isinstance(args[0].type, T.ScalarType):
+            return self.convert_aggregate(target, args[0])
+        if getattr(target, "kind", None) == "transform" and len(args) == 2:
+            args = self.transform_parts(target, args)
+        for a in args:  # a non-scalar component is reported before any count mismatch
+            if not isinstance(a.type, T.ScalarType):
+                self.coerce_component(a, dtype, target)  # raises, with a hint
+        if len(args) == 1:
+            fill = self.coerce_component(args[0], dtype, target)
+            return self.b.op(OpCode.BUILD, [fill] * n, target)
+        if len(args) != n:
+            raise KernelError(f"{target!r}() takes {n} components, 1 (fill) or none, "
+                              f"got {len(args)} arguments")
+        parts = [self.coerce_component(a, dtype, target) for a in args]
+        return self.b.op(OpCode.BUILD, parts, target)
+
+    def coerce_component(self, v: Val, dtype: T.ScalarType, target: T.Type) -> Value:
+        if not isinstance(v.type, T.ScalarType):
+            what = "matrix" if isinstance(target, T.MatrixType) else "vector"
+            hint = (" (use matrix_from_rows() or matrix_from_cols())"
+                    if isinstance(target, T.MatrixType) else "")
+            raise KernelError(f"{target!r}() takes scalar components, got a {v.type!r} "
+                              f"for a {what}{hint}")
+        if v.type != dtype and not v.weak:
+            raise KernelError(f"{target!r}() needs {dtype!r} components, got {v.type!r}; "
+                              f"cast explicitly, e.g. {dtype!r}(x)")
+        return self.coerce(v, dtype).value
+
+    def convert_aggregate(self, target: T.Type, v: Val) -> Value:
+        src = v.type
+        same_shape = (isinstance(src, T.VectorType) and isinstance(target, T.VectorType)
+                      and src.length == target.length) or (
+            isinstance(src, T.MatrixType) and isinstance(target, T.MatrixType)
+            and src.shape == target.shape)
+        if not same_shape:
+            raise KernelError(f"cannot construct {target!r} from a {src!r}")
+        if src == target:
+            return v.value
+        parts = [self.b.cast(self.b.op(OpCode.EXTRACT, (v.value,), src.dtype, i), target.dtype)
+                 for i in range(target.count)]
+        return self.b.op(OpCode.BUILD, parts, target)
+
+    def transform_parts(self, target: T.VectorType, args: list[Val]) -> list[Val]:
+        """transform(p, q): the 3 + 4 components of a translation and a rotation."""
+        p, q = args
+        if not (isinstance(p.type, T.VectorType) and p.type.length == 3 and p.type.kind == "vec"
+                and isinstance(q.type, T.VectorType) and q.type.kind == "quat"):
+            raise KernelError(f"{target!r}(p, q) needs a 3-vector and a quaternion, "
+                              f"got {p.type!r} and {q.type!r}")
+        out = []
+        for v in (p, q):
+            if v.type.dtype != target.dtype:
+                raise KernelError(f"{target!r}(p, q) needs {target.dtype!r} components, "
+                                  f"got {v.type!r}")
+            out += [Val(self.b.op(OpCode.EXTRACT, (v.value,), v.type.dtype, i))
+                    for i in range(v.type.length)]
+        return out
+
+
+# ---- keyword special forms -------------------------------------------------------------------
+
+
+def _keywords(node: ast.Call, allowed: tuple[str, ...], what: str) -> dict[str, ast.expr]:
+    out = {}
+    for k in node.keywords:
+        if k.arg not in allowed:
+            raise KernelError(f"{what}() got an unexpected keyword argument '{k.arg}'")
+        out[k.arg] = k.value
+    return out
+
+
+def _dtype_of(lowerer, kwargs: dict, args: list[Val]) -> T.ScalarType:
+    if "dtype" in kwargs:
+        t = lowerer.eval_annotation(kwargs["dtype"])
+        if not isinstance(t, T.ScalarType):
+            raise KernelError(f"dtype must be a scalar type, got {t!r}")
+        return t
+    strong = [a.type for a in args if not a.weak and isinstance(a.type, T.ScalarType)]
+    if strong:
+        return strong[0]
+    if any(isinstance(a.type, T.ScalarType) and a.type.is_int for a in args) and not any(
+            a.type.is_float for a in args if isinstance(a.type, T.ScalarType)):
+        return T.int32
+    return T.float32
+
+
+def vector_form(lowerer, node: ast.Call):
+    kwargs = _keywords(node, ("length", "dtype"), "vector")
+    args = [lowerer.as_val(lowerer.visit(a), a) for a in node.args]
+    dtype = _dtype_of(lowerer, kwargs, args)
+    if "length" in kwargs:
+        length = lowerer.static_int(kwargs["length"], "vector length")
+    elif args:
+        length = len(args)
+    else:
+        raise KernelError("vector() needs components or length=")
+    if not 1 <= length <= 64:
+        raise KernelError(f"vector length must be between 1 and 64, got {length}")
+    return Val(lowerer.build_aggregate(vector(length, dtype), args))
+
+
+def matrix_form(lowerer, node: ast.Call):
+    kwargs = _keywords(node, ("shape", "dtype"), "matrix")
+    args = [lowerer.as_val(lowerer.visit(a), a) for a in node.args]
+    dtype = _dtype_of(lowerer, kwargs, args)
+    if "shape" not in kwargs:
+        raise KernelError("matrix() needs shape=(rows, cols)")
+    shape = lowerer.visit(kwargs["shape"])
+    items = getattr(shape, "items", None)
+    if items is None or len(items) != 2 or not all(isinstance(getattr(v, "const", None), int)
+                                                   for v in items):
+        raise KernelError("matrix() shape must be a tuple of two constant ints")
+    return Val(lowerer.build_aggregate(matrix((items[0].const, items[1].const), dtype), args))
+
+
+def identity_form(lowerer, node: ast.Call):
+    from kernelc.builtins.matrix import identity_value
+
+    kwargs = _keywords(node, ("n", "dtype"), "identity")
+    if len(node.args) > 2:
+        raise KernelError("identity() takes n and dtype")
+    if node.args:
+        kwargs.setdefault("n", node.args[0])
+    if len(node.args) > 1:
+        kwargs.setdefault("dtype", node.args[1])
+    if "n" not in kwargs:
+        raise KernelError("identity() needs n=")
+    n = lowerer.static_int(kwargs["n"], "size of identity()")
+    dtype = _dtype_of(lowerer, kwargs, [])
+    if not 1 <= n <= 64:
+        raise KernelError(f"identity() size must be between 1 and 64, got {n}")
+    return Val(identity_value(lowerer.b, n, dtype))
+
+
+SPECIAL_FORMS: dict[str, Any] = {
+    "vector": vector_form, "matrix": matrix_form, "identity": identity_form,
+}
+
+
+# ---- host side ----------------------------------------------------------------------------
+
+
+def identity(n: int, dtype: Any = float) -> Any:
+    """The n x n identity matrix (on the host a NumPy-backed matrix value)."""
+    scalar = T.as_type(dtype)
+    return matrix((n, n), scalar)(*(1 if r == c else 0 for r in range(n) for c in range(n)))
+
+
+identity._kc_special = "identity"
+vector._kc_special = "vector"
+matrix._kc_special = "matrix"

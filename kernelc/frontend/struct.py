@@ -1,0 +1,132 @@
+"""`@kc.struct`: a class whose annotated fields form one kernel value.
+
+On the host an instance holds its fields as attributes (scalars, `kc.vec3(...)` values,
+nested struct instances, `kc.array`s); it is packed in the C layout of `StructType` when
+passed to a kernel. `Cls.numpy_dtype()` gives the matching NumPy structured dtype, so arrays
+of structs can be filled and read from NumPy.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+
+
+def struct(cls: type) -> type:
+    """Class decorator: `@kc.struct class Body: pos: kc.vec3; mass: float`."""
+    try:
+        annotations = inspect.get_annotations(cls, eval_str=True)
+    except Exception as err:
+        raise KernelError(f"cannot evaluate the annotations of struct '{cls.__name__}': {err}"
+                          ) from None
+    fields = []
+    for name, ann in annotations.items():
+        t = T.as_type(ann)
+        if t is None or isinstance(t, (T.VoidType, T.TupleType, T.LocalArrayType)) or (
+                isinstance(t, T.ArrayType) and t.dtype is None):
+            raise KernelError(f"field '{name}' of struct '{cls.__name__}' has no kernelc type "
+                              f"({ann!r})")
+        fields.append((name, t))
+    if not fields:
+        raise KernelError(f"struct '{cls.__name__}' has no annotated fields")
+    st = T.StructType(cls.__qualname__, tuple(fields), cls)
+    cls._kc_type = st
+    cls.__init__ = _make_init(st)
+    cls.__repr__ = _struct_repr
+    cls.numpy_dtype = staticmethod(lambda: numpy_dtype(st))
+    cls.numpy_value = _numpy_value
+    return cls
+
+
+def _make_init(st: T.StructType):
+    def __init__(self, **values: Any) -> None:
+        for name, t in st.fields:
+            setattr(self, name, default_value(t))
+        for name, value in values.items():
+            if name not in dict(st.fields):
+                raise TypeError(f"struct '{st.name}' has no field '{name}'")
+            setattr(self, name, value)
+
+    return __init__
+
+
+def _struct_repr(self) -> str:
+    st = type(self)._kc_type
+    parts = ", ".join(f"{n}={getattr(self, n)!r}" for n, _ in st.fields)
+    return f"{st.name}({parts})"
+
+
+def default_value(t: T.Type) -> Any:
+    """The value a new host struct gives a field of type `t` (zero, or no array)."""
+    if isinstance(t, T.ScalarType):
+        return t(0)
+    if isinstance(t, (T.VectorType, T.MatrixType)):
+        return t()
+    if isinstance(t, T.StructType):
+        return t.cls()
+    return None
+
+
+def numpy_dtype(st: T.StructType) -> np.dtype:
+    """The NumPy structured dtype with the same field offsets and size as the kernel layout."""
+    formats: list[Any] = []
+    for _, t in st.fields:
+        if isinstance(t, T.ScalarType):
+            formats.append(t.np_dtype)
+        elif isinstance(t, T.VectorType):
+            formats.append((t.dtype.np_dtype, (t.length,)))
+        elif isinstance(t, T.MatrixType):
+            formats.append((t.dtype.np_dtype, t.shape))
+        elif isinstance(t, T.StructType):
+            formats.append(numpy_dtype(t))
+        else:  # an array field: pointer, shape and strides, opaque to NumPy
+            formats.append(np.dtype((np.void, t.size)))
+    return np.dtype({"names": [n for n, _ in st.fields], "formats": formats,
+                     "offsets": list(st.offsets), "itemsize": st.size})
+
+
+def _numpy_value(self) -> np.void:
+    """This instance as one element of `numpy_dtype()` (array fields left zero)."""
+    return np.frombuffer(struct_bytes(type(self)._kc_type, self), numpy_dtype(
+        type(self)._kc_type))[0]
+
+
+def struct_bytes(t: T.Type, value: Any) -> bytes:
+    """The bytes of `value` as a kernel argument of type `t` (C layout)."""
+    if isinstance(t, T.ScalarType):
+        if t.is_bool:
+            return bytes([1 if value else 0])
+        return np.asarray(value, dtype=t.np_dtype).tobytes()
+    if isinstance(t, (T.VectorType, T.MatrixType)):
+        from kernelc.types_vec import as_host_array
+
+        data = as_host_array(t, value)
+        if data is None:
+            raise TypeError(f"expected {t!r}, got {value!r}")
+        return np.ascontiguousarray(data).tobytes()
+    if isinstance(t, T.ArrayType):
+        return _array_bytes(t, value)
+    if isinstance(t, T.StructType):
+        if getattr(value, "_kc_type", None) != t:
+            raise TypeError(f"expected a {t.name}, got {type(value).__name__}")
+        out = bytearray(t.size)
+        for (name, ft), offset in zip(t.fields, t.offsets):
+            data = struct_bytes(ft, getattr(value, name))
+            out[offset:offset + len(data)] = data
+        return bytes(out)
+    raise TypeError(f"cannot pack a {t!r}")
+
+
+def _array_bytes(t: T.ArrayType, value: Any) -> bytes:
+    if value is None:
+        return bytes(t.size)
+    kc_type = getattr(value, "_kc_type", None)
+    if not isinstance(kc_type, T.ArrayType) or kc_type.ndim != t.ndim or kc_type.dtype != t.dtype:
+        raise TypeError(f"expected {t!r}, got {type(value).__name__}")
+    header = [int(value.ptr)] + list(value.shape) + list(value.strides)
+    return np.asarray(header, dtype=np.int64).tobytes()

@@ -1,0 +1,171 @@
+"""Arrays of 1 to 4 dimensions, strided views, tid() shapes, launches, kc.compile, IR dumps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernelc as kc
+from tests.conftest import nonzero, poisoned, run_python
+
+
+@kc.kernel
+def copy1(a: kc.array(dtype=float), o: kc.array(dtype=float)):
+    i = kc.tid()
+    o[i] = a[i] * 2.0
+
+
+@kc.kernel
+def copy2(a: kc.array2d(dtype=float), o: kc.array2d(dtype=float)):
+    i, j = kc.tid()
+    o[i, j] = a[i][j] + float(a.shape[1] * 10 + len(a))
+
+
+@kc.kernel
+def copy3(a: kc.array3d(dtype=float), o: kc.array3d(dtype=float)):
+    i, j, k = kc.tid()
+    o[i, j, k] = a[i, j, k] - float(a.shape[2])
+
+
+@kc.kernel
+def copy4(a: kc.array4d(dtype=float), o: kc.array4d(dtype=float)):
+    i, j, k, m = kc.tid()
+    o[i][j][k][m] = a[i, j][k, m] * float(i + 1)
+
+
+def test_1d_to_4d_indexing_shape_and_len(rng):
+    a1 = nonzero(rng, 7, np.float32)
+    o1 = poisoned(7, np.float32)
+    kc.launch(copy1, 7, inputs=[kc.array(a1, dtype=float), o1])
+    np.testing.assert_array_equal(o1.numpy(), a1 * 2)
+    a2 = nonzero(rng, (3, 5), np.float32)
+    o2 = poisoned((3, 5), np.float32)
+    kc.launch(copy2, (3, 5), inputs=[kc.array(a2, dtype=float), o2])
+    np.testing.assert_array_equal(o2.numpy(), a2 + 53)
+    a3 = nonzero(rng, (2, 3, 4), np.float32)
+    o3 = poisoned((2, 3, 4), np.float32)
+    kc.launch(copy3, a3.shape, inputs=[kc.array(a3, dtype=float), o3])
+    np.testing.assert_array_equal(o3.numpy(), a3 - 4)
+    a4 = nonzero(rng, (2, 3, 2, 3), np.float32)
+    o4 = poisoned(a4.shape, np.float32)
+    kc.launch(copy4, a4.shape, inputs=[kc.array(a4, dtype=float), o4])
+    np.testing.assert_array_equal(o4.numpy(), a4 * np.arange(1, 3).reshape(2, 1, 1, 1))
+
+
+@kc.kernel
+def tid_values(o: kc.array(dtype=int)):
+    o[kc.tid()] = kc.tid()
+
+
+@kc.kernel
+def tid_4d(o: kc.array4d(dtype=int)):
+    i, j, k, m = kc.tid()
+    o[i, j, k, m] = ((i * 10 + j) * 10 + k) * 10 + m
+
+
+def test_tid_in_1d_and_4d_launches():
+    o = poisoned(1000, np.int32)
+    kc.launch(tid_values, 1000, inputs=[o])
+    np.testing.assert_array_equal(o.numpy(), np.arange(1000))
+    o4 = poisoned((2, 3, 4, 5), np.int32)
+    kc.launch(tid_4d, (2, 3, 4, 5), inputs=[o4])
+    i, j, k, m = np.indices((2, 3, 4, 5))
+    np.testing.assert_array_equal(o4.numpy(), ((i * 10 + j) * 10 + k) * 10 + m)
+
+
+def test_non_contiguous_views_through_strides(rng):
+    base = nonzero(rng, (6, 8), np.float32)
+    view = kc.array(base)  # a kc array over the NumPy data
+    o2 = poisoned((8, 6), np.float32)
+    kc.launch(copy2, (8, 6), inputs=[view.transpose(), o2])
+    np.testing.assert_array_equal(o2.numpy(), base.T + (6 * 10 + 8))
+    strided = kc.array(base[::2, 1::3])
+    o = poisoned(strided.shape, np.float32)
+    kc.launch(copy2, strided.shape, inputs=[strided, o])
+    np.testing.assert_array_equal(o.numpy(), base[::2, 1::3] + (strided.shape[1] * 10 + 3))
+    column = kc.array(base[:, 5])
+    o1 = poisoned(6, np.float32)
+    kc.launch(copy1, 6, inputs=[column, o1])
+    np.testing.assert_array_equal(o1.numpy(), base[:, 5] * 2)
+
+
+def test_dim_zero_is_a_no_op():
+    o = poisoned(4, np.int32)
+    kc.launch(tid_values, 0, inputs=[o])
+    kc.launch(tid_4d, (2, 0, 1, 1), inputs=[poisoned((2, 1, 1, 1), np.int32)])
+    assert (o.numpy() == np.iinfo(np.int32).min + 3).all()
+
+
+def test_recorded_launch_is_reusable(rng):
+    a = kc.array(nonzero(rng, 16, np.float32), dtype=float)
+    o = poisoned(16, np.float32)
+    cmd = kc.launch(copy1, 16, inputs=[a, o], record_cmd=True)
+    assert isinstance(cmd, kc.Launch)
+    assert np.isnan(o.numpy()).all()  # recording runs nothing
+    cmd.launch()
+    first = o.numpy().copy()
+    a.assign(a.numpy() + 1) if hasattr(a, "assign") else kc.copy(
+        a, kc.array(a.numpy() + 1, dtype=float))
+    cmd.launch()
+    np.testing.assert_array_equal(o.numpy(), first + 2)
+
+
+@kc.kernel
+def mixed(a: kc.array(dtype=float), o: kc.array(dtype=float), total: kc.array(dtype=float)):
+    i = kc.tid()
+    x = a[i]
+    for _k in range(3):
+        x = x * 0.5 + kc.sin(x)
+    o[i] = x
+    kc.atomic_add(total, 0, x)
+
+
+@pytest.mark.parametrize("size", [10, 70_000])
+def test_results_do_not_depend_on_the_thread_count(size, rng):
+    a = kc.array(nonzero(rng, size, np.float32), dtype=float)
+    results = []
+    previous = kc.config.num_threads
+    try:
+        for threads in (1, 2):
+            kc.config.num_threads = threads
+            o, total = poisoned(size, np.float32), kc.zeros(1, dtype=float)
+            kc.launch(mixed, size, inputs=[a, o, total])
+            results.append((o.numpy(), total.numpy()[0]))
+    finally:
+        kc.config.num_threads = previous
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    ref = results[0][0].astype(np.float64).sum()
+    assert abs(results[0][1] - ref) <= 1e-4 * np.abs(results[0][0]).sum() + 1e-5
+    assert abs(results[1][1] - ref) <= 1e-4 * np.abs(results[0][0]).sum() + 1e-5
+
+
+def test_compile_returns_llvm_ir_and_an_object():
+    compiled = kc.compile(copy1, target="cpu")
+    assert compiled.format == "obj" and compiled.target == "cpu"
+    assert "define" in compiled.source and compiled.entry in compiled.source
+    assert "fmul" in compiled.source
+    assert compiled.binary[:4] in (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"d\x86\x00\x00") or \
+        len(compiled.binary) > 100
+
+
+def test_dump_ir_prints_the_ir_after_each_pass(tmp_path):
+    code = """
+        import numpy as np
+        import kernelc as kc
+
+        @kc.kernel
+        def scale(a: kc.array(dtype=float)):
+            a[kc.tid()] = a[kc.tid()] * 3.0
+
+        kc.launch(scale, 2, inputs=[kc.ones(2, dtype=float)])
+    """
+    path = tmp_path / "dump_case.py"
+    path.write_text(__import__("textwrap").dedent(code))
+    proc = run_python(f"exec(compile(open({str(path)!r}).read(), {str(path)!r}, 'exec'))",
+                      env={"KERNELC_DUMP_IR": "1", "KERNELC_CACHE_DIR": str(tmp_path / "c")})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "--- IR of scale (front end)" in out
+    for name in ("constant_propagation", "value_numbering", "dead_code_elimination"):
+        assert f"after {name}" in out
+    assert "array_load" in out and "mul" in out

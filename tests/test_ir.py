@@ -1,0 +1,102 @@
+"""The typed IR: verifier after every pass, golden text, folding and dead code removal."""
+
+from __future__ import annotations
+
+import textwrap
+
+import kernelc as kc
+from kernelc.ir import nodes as ir
+from kernelc.ir.passes import PIPELINE, run_pipeline
+from kernelc.ir.printer import format_module
+from kernelc.ir.verify import verify
+from tests import (
+    test_arrays_launch,
+    test_lang_arith,
+    test_lang_builtins,
+    test_lang_control,
+    test_lang_funcs,
+)
+
+
+def _kernels():
+    for module in (test_arrays_launch, test_lang_arith, test_lang_builtins, test_lang_control,
+                   test_lang_funcs):
+        for value in vars(module).values():
+            if isinstance(value, kc.kernel.__globals__["Kernel"]) and not value.is_generic:
+                yield value
+
+
+def test_verifier_passes_after_every_pass_on_every_kernel():
+    count = 0
+    for kernel in _kernels():
+        module = kernel.get_ir()
+        verify(module)
+        for name, _ in PIPELINE:
+            module = run_pipeline(module, enabled=frozenset({name}), check=True)
+        count += 1
+    assert count >= 10
+
+
+@kc.kernel
+def golden(a: kc.array(dtype=float), n: int):
+    i = kc.tid()
+    if i < n:
+        a[i] = a[i] * 2.0
+
+
+GOLDEN = """\
+kernel golden(%1: array(dtype=float32, ndim=1) (a), %2: int32 (n))
+  slot $i.4: int32
+  %3: int32 = tid [(0, 0)]()
+  $i.4 <- %3
+  %5: int32 = load_slot [$i.4]()
+  %6: bool = lt(%5, %2)
+  if %6:
+    %7: int32 = load_slot [$i.4]()
+    %8: float32 = array_load(%1, %7)
+    %9: float32 = const [2.0]()
+    %10: float32 = mul(%8, %9)
+    %11: int32 = load_slot [$i.4]()
+    %1[%11] <- %10"""
+
+
+def test_golden_ir_text():
+    text = format_module(run_pipeline(golden.get_ir()))
+    assert text.strip() == textwrap.dedent(GOLDEN).strip(), text
+
+
+@kc.kernel
+def foldable(a: kc.array(dtype=int), n: int):
+    n * 7  # result unused: dead
+    a[0] = (kc.int32(3) * kc.int32(4) + kc.int32(1)) << kc.int32(2)
+    if kc.int32(5) > kc.int32(50):
+        a[1] = n
+    else:
+        a[1] = n - kc.int32(2) * kc.int32(3)
+
+
+def test_passes_fold_constants_and_remove_dead_code():
+    before = foldable.get_ir()
+    after = run_pipeline(before, check=True)
+    ops = [s for s in ir.walk(after.kernel.body) if isinstance(s, ir.Op)]
+    assert [s for s in ir.walk(before.kernel.body)
+            if isinstance(s, ir.Op) and s.opcode == ir.OpCode.MUL]
+    muls = [s for s in ops if s.opcode in (ir.OpCode.MUL, ir.OpCode.SHL, ir.OpCode.GT)]
+    assert not muls  # folded (3 * 4 + 1) << 2, 2 * 3, 5 > 50; n * 7 removed
+    consts = {s.attr for s in ops if s.opcode == ir.OpCode.CONST}
+    assert 52 in consts and 6 in consts
+    assert len(list(ir.walk(after.kernel.body))) < len(list(ir.walk(before.kernel.body)))
+    out = kc.zeros(2, dtype=int)
+    kc.launch(foldable, 1, inputs=[out, 10])
+    assert out.numpy().tolist() == [52, 4]
+
+
+def test_value_numbering_merges_repeated_expressions():
+    @kc.kernel
+    def repeated(s: float, o: kc.array(dtype=float)):
+        o[kc.tid()] = kc.sin(s * 2.0) + kc.sin(s * 2.0)
+
+    module = run_pipeline(repeated.get_ir(), check=True)
+    calls = [s for s in ir.walk(module.kernel.body)
+             if isinstance(s, ir.Op) and s.opcode == ir.OpCode.CALL]
+    assert len(calls) == 1
