@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from kernelc import types as T
 from kernelc.builtins.aggregate import (
-    binop, build, comps, dot_values, extend, is_aggregate, map_comps, require, scalar_fits,
+    binop,
+    build,
+    comps,
+    dot_values,
+    extend,
+    is_aggregate,
+    map_comps,
+    require,
+    scalar_fits,
 )
 from kernelc.builtins.matrix import rows_of
 from kernelc.builtins.quat import multiply_values, quat_mul_values

@@ -28,7 +28,7 @@ def _args(*kinds: str, result=None):
 
     def rule(types, weak):
         dtype = None
-        for t, w, kind in zip(types, weak, kinds):
+        for t, kind in zip(types, kinds):
             if kind == "scalar":
                 continue
             ok = _is(t, "vec", 3) if kind == "vec3" else _is(t, kind)

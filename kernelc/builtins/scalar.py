@@ -6,7 +6,13 @@ import math
 
 from kernelc import types as T
 from kernelc.builtins.registry import (
-    Overload, check_float, check_int, check_numeric, register, same_rule, unify,
+    Overload,
+    check_float,
+    check_int,
+    check_numeric,
+    register,
+    same_rule,
+    unify,
 )
 from kernelc.ir.nodes import OpCode
 

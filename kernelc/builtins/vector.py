@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from kernelc import types as T
 from kernelc.builtins.aggregate import (
-    binop, build, comps, dot_values, extend, is_aggregate, map_comps, require,
+    binop,
+    build,
+    comps,
+    dot_values,
+    extend,
+    is_aggregate,
+    map_comps,
+    require,
 )
 from kernelc.builtins.registry import Overload, register
 from kernelc.ir.nodes import OpCode, Value

@@ -17,9 +17,9 @@ def mandelbrot(image: kc.array2d(dtype=float), max_iter: int, x0: float, y0: flo
     i, j = kc.tid()
     cr = x0 + float(j) * scale
     ci = y0 + float(i) * scale
-    zr = float(0.0)
-    zi = float(0.0)
-    n = int(0)
+    zr = 0.0
+    zi = 0.0
+    n = 0
     while n < max_iter and zr * zr + zi * zi < 4.0:
         zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
         n += 1

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from kernelc import types as T
 from kernelc.config import config
-from kernelc.ir.printer import format_module
 from kernelc.runtime.cache import DiskCache, cache_key
 
 DEFAULT_ARCH = 75  # the oldest arch NVRTC 13 targets: runs on every GPU it supports

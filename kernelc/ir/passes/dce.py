@@ -11,7 +11,7 @@ def dead_code_elimination(fn: ir.Function) -> ir.Function:
     while True:
         used = {v for s in ir.walk(body) for v in operands(s)}
 
-        def keep(s: ir.Stmt):
+        def keep(s: ir.Stmt, used=used):
             if isinstance(s, ir.Op) and s.result is not None and s.result not in used \
                     and s.opcode not in ir.EFFECT_OPS:
                 return None
