@@ -1,6 +1,10 @@
 """The builtin table. Importing this package registers every builtin."""
 
-from kernelc.builtins import atomic, matrix, operators_agg, quat, random, scalar, vector  # noqa: F401  (registration)  # noqa: F401,E402
+# isort: off
+# Registration order matters: the vector/matrix modules extend the scalar entries.
+from kernelc.builtins import atomic, random, scalar  # noqa: F401  (registration)
+from kernelc.builtins import vector, matrix, quat, operators_agg  # noqa: F401
+# isort: on
 from kernelc.builtins.registry import BUILTINS, Builtin, Expansion, Overload, primitive_keys
 
 __all__ = ["BUILTINS", "Builtin", "Expansion", "Overload", "primitive_keys"]
