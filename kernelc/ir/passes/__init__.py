@@ -7,11 +7,13 @@ import os
 from kernelc.ir import nodes as ir
 from kernelc.ir.passes.dce import dead_code_elimination
 from kernelc.ir.passes.fold import constant_propagation
+from kernelc.ir.passes.forward import slot_forwarding
 from kernelc.ir.passes.gvn import value_numbering
 from kernelc.ir.printer import format_module
 from kernelc.ir.verify import verify
 
 PIPELINE = (
+    ("slot_forwarding", slot_forwarding),
     ("constant_propagation", constant_propagation),
     ("value_numbering", value_numbering),
     ("dead_code_elimination", dead_code_elimination),
