@@ -46,6 +46,12 @@ from kernelc.runtime.module import (  # noqa: E402
 )
 from typing import Any  # noqa: E402  (Warp re-exports typing.Any for generic kernels)
 
+# ---- streams and graphs ---
+from kernelc.runtime.streams import (  # noqa: E402
+    ScopedStream, Stream, get_stream, set_stream, synchronize_stream, wait_stream,
+)
+from kernelc.runtime.graph import ScopedCapture, capture_launch  # noqa: E402
+
 # ---- timing and profiling ----------------------------------------------------------------
 from kernelc.timing.flags import (  # noqa: E402
     TIMING_ALL, TIMING_GRAPH, TIMING_KERNEL, TIMING_KERNEL_BUILTIN, TIMING_MEMCPY, TIMING_MEMSET,

@@ -20,22 +20,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelc import types as T
+from kernelc.codegen import cuda_aggregate
 from kernelc.codegen.cuda_layout import ParamLayout, build_layout
 from kernelc.codegen.cuda_ops import (
     OP_EMITTERS,
-    UnsupportedError,
     c_string,
     func_symbol,
     printf_arg,
     return_struct,
-    storage_type,
     to_storage,
-    value_type,
 )
 from kernelc.codegen.cuda_prelude import PRELUDE
+from kernelc.codegen.cuda_types import (
+    UnsupportedError,
+    storage_type,
+    type_definitions,
+    value_type,
+)
 from kernelc.errors import KernelError, Loc
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
+
+# Every op's lowering: the scalar table, with the aggregate ops (and the aggregate cases of
+# CONST and ATOMIC) on top.
+EMITTERS = {**OP_EMITTERS, **cuda_aggregate.OPS}
 
 __all__ = ["CudaOptions", "CudaSource", "ParamLayout", "emit_cuda", "entry_name"]
 
@@ -96,7 +104,11 @@ def emit_cuda(module: ir.Module, options: CudaOptions | None = None) -> CudaSour
     options = options or CudaOptions()
     checks: list[Loc] = []
     kernel = module.kernel
-    parts = [PRELUDE]
+    try:
+        types = type_definitions(module)
+    except UnsupportedError as err:
+        raise KernelError(f"CUDA backend: {err}", kernel.loc, kernel.name) from None
+    parts = [PRELUDE, types] if types else [PRELUDE]
     for fn in module.funcs:
         parts.append(FunctionEmitter(fn, module, options, checks, kernel.name).emit())
     parts.append(FunctionEmitter(kernel, module, options, checks, kernel.name).emit())
@@ -118,7 +130,7 @@ def _emit_entry(kernel: ir.Function) -> tuple[str, ParamLayout]:
     for value, name in zip(kernel.params, kernel.param_names):
         t = value.type
         try:
-            c_type = value_type(t) if isinstance(t, T.ArrayType) else storage_type(t)
+            c_type = storage_type(t)
         except UnsupportedError as err:
             raise KernelError(str(err), kernel.loc, kernel.name) from None
         specs.append((name, t, c_type))
@@ -267,7 +279,7 @@ class FunctionEmitter:
             self.lines.append(f"#line {loc.line} {c_string(loc.file)}")
 
     def emit_op(self, op: ir.Op) -> None:
-        emitter = OP_EMITTERS.get(op.opcode)
+        emitter = EMITTERS.get(op.opcode)
         if emitter is None:
             raise UnsupportedError(f"op '{op.opcode.value}'")
         expr = emitter(self, op)

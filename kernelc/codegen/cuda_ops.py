@@ -16,44 +16,19 @@ import numpy as np
 
 from kernelc import types as T
 from kernelc.codegen.cuda_builtins import lower_math
+from kernelc.codegen.cuda_types import (
+    VALUE_C,
+    UnsupportedError,
+    element_type,
+    member,
+)
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
 if TYPE_CHECKING:
     from kernelc.codegen.cuda import FunctionEmitter
 
-# C type of a scalar value held in a variable (float16 is computed in float).
-_VALUE_C = {
-    "bool": "bool", "int8": "kc_int8", "int16": "kc_int16", "int32": "kc_int32",
-    "int64": "kc_int64", "uint8": "kc_uint8", "uint16": "kc_uint16", "uint32": "kc_uint32",
-    "uint64": "kc_uint64", "float16": "float", "float32": "float", "float64": "double",
-}
-# C type of a scalar in memory: one byte per bool, the 16 bits of a half.
-_STORAGE_C = {**_VALUE_C, "bool": "kc_uint8", "float16": "kc_uint16"}
-
-
-class UnsupportedError(Exception):
-    """Something in the IR that the CUDA backend cannot lower (the caller adds the place)."""
-
-
-def value_type(t: T.Type) -> str:
-    """The C type of an SSA value or slot of type `t`."""
-    if isinstance(t, T.ScalarType):
-        return _VALUE_C[t.name]
-    if isinstance(t, T.ArrayType):
-        return array_type(t)
-    raise UnsupportedError(f"values of type {t!r} are not supported by the CUDA backend yet")
-
-
-def storage_type(t: T.Type) -> str:
-    if isinstance(t, T.ScalarType):
-        return _STORAGE_C[t.name]
-    raise UnsupportedError(f"arrays of {t!r} are not supported by the CUDA backend yet")
-
-
-def array_type(t: T.ArrayType) -> str:
-    return f"kc_array<{storage_type(t.dtype)}, {t.ndim}>"
-
+_VALUE_C = VALUE_C
 
 def from_storage(expr: str, t: T.Type) -> str:
     """A value of type `t` read from memory holding `expr`."""
@@ -249,7 +224,7 @@ def _tid(em: FunctionEmitter, op: ir.Op) -> str:
     return f"kc_tid_axis(kc_t, {axis}, {ndim})"
 
 
-def _array_access(em: FunctionEmitter, op: ir.Op, indices: tuple[ir.Value, ...]) -> str:
+def array_access(em: FunctionEmitter, op: ir.Op, indices: tuple[ir.Value, ...]) -> str:
     """`kc_addr(a, i, ...)`, preceded in debug mode by a bounds check of the indices."""
     array = op.args[0]
     names = ", ".join(em.name(i) for i in indices)
@@ -258,7 +233,7 @@ def _array_access(em: FunctionEmitter, op: ir.Op, indices: tuple[ir.Value, ...])
 
 
 def _array_load(em: FunctionEmitter, op: ir.Op) -> str:
-    address = _array_access(em, op, op.args[1:])
+    address = array_access(em, op, op.args[1:])
     return from_storage(f"*{address}", op.result.type)
 
 
@@ -271,7 +246,7 @@ def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
     dtype = array.type.dtype
     if dtype == T.bool_ or not isinstance(dtype, T.ScalarType):
         raise UnsupportedError(f"atomic_{op.attr} on an array of {dtype!r}")
-    address = _array_access(em, op, tuple(indices))
+    address = array_access(em, op, tuple(indices))
     suffix = "_f16" if dtype == T.float16 else ""
     return f"kc_atomic_{op.attr}{suffix}({address}, {em.name(value)})"
 
@@ -299,7 +274,11 @@ def _call_func(em: FunctionEmitter, op: ir.Op) -> str:
 
 
 def _extract(em: FunctionEmitter, op: ir.Op) -> str:
-    return f"{em.name(op.args[0])}.f{op.attr}"
+    agg = op.args[0]
+    expr = f"{em.name(agg)}{member(agg.type, op.attr)}"
+    if isinstance(agg.type, T.TupleType):  # a func's results: already values
+        return expr
+    return from_storage(expr, element_type(agg.type, op.attr))
 
 
 def func_symbol(name: str) -> str:

@@ -273,7 +273,9 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
         cmd = last[4]
         if record_cmd:
             return Launch(kernel, cmd.compiled, cmd.dims, values, cmd.device)
-        cmd.launch()
+        capture = get_runtime().extras.get("capture")
+        if capture is None or not capture.intercept(cmd):  # a CPU graph capture records it
+            cmd.launch()
         return None
     dims = normalize_dim(kernel, dim)
     names = kernel.arg_names
@@ -301,7 +303,9 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     # Keeps the last arguments alive until the next launch of this kernel, like a recorded
     # command would; identity checks above make reuse safe.
     kernel.last_launch = (dim, device, config.mode, values, cmd)
-    cmd.launch()
+    capture = get_runtime().extras.get("capture")
+    if capture is None or not capture.intercept(cmd):  # a CPU graph capture records it
+        cmd.launch()
     return None
 
 

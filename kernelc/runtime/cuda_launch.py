@@ -1,0 +1,264 @@
+"""Kernel launches on CUDA devices: load the image, pack the parameters once, launch.
+
+Parameter passing. The generated entry point takes its parameters by value in the layout of
+`kernelc.codegen.cuda_layout.ParamLayout`. Each `CudaLaunch` packs them once into one
+8-byte-aligned host buffer and builds, also once, the `void*[]` array of pointers to each
+parameter inside that buffer; `cuLaunchKernel` gets that array's address as `kernelParams`.
+`kernelParams` is preferred over `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE/END) because
+cuda.bindings takes an integer `kernelParams` as a ready `void**` as is, whereas an `extra`
+list is converted into a fresh C array on every call; and the driver copies the parameter
+values at launch time, so the same buffer can be repacked and relaunched at once. Nothing is
+allocated per launch.
+
+Grid. `grid = min(ceil(size / block_dim), sm_count * blocks_per_sm)`: one full wave of the
+GPU at most, since the kernel covers any remaining threads with its grid-stride loop.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from kernelc import types as T
+from kernelc.codegen.cuda_layout import ERROR_SIZE, ArrayArg, ParamLayout
+from kernelc.runtime import cuda
+from kernelc.runtime.context import get_runtime
+from kernelc.runtime.cpu import ErrorRecord
+from kernelc.timing.flags import TIMING_KERNEL
+
+DEFAULT_BLOCK_DIM = 256
+_KERNEL_HISTORY_BIT = 1  # kernelc.timing.history.JitFlag.KernelHistory
+
+
+class CudaKernel:
+    """A kernel specialisation loaded on one device."""
+
+    def __init__(self, kernel: Any, types: tuple[T.Type, ...], device: Any, image: Any,
+                 function: Any, load_time: float) -> None:
+        self.kernel = kernel
+        self.types = types
+        self.device = device
+        self.function = function
+        self.params: ParamLayout = image.source.params
+        self.check_locs = image.source.check_locs
+        self.hash = image.key
+        self.source = image.source.text
+        self.codegen_time = image.codegen_time
+        self.backend_time = image.backend_time + load_time
+        self.cache = image.cache
+        self.occupancy: dict[int, int] = {}  # block_dim -> resident blocks per SM
+        self.error: Any = None  # the debug-mode kc_error record (an Allocation)
+        self.last: tuple | None = None  # memo of the latest plain launch, for loops
+
+    def blocks_per_sm(self, block_dim: int) -> int:
+        found = self.occupancy.get(block_dim)
+        if found is None:
+            found = self.occupancy[block_dim] = cuda.blocks_per_sm(self.function, block_dim)
+        return found
+
+
+def load_cuda_kernel(kernel: Any, types: Sequence[T.Type], device: Any) -> CudaKernel:
+    """The kernel specialised for `types`, compiled (or cached) and loaded on `device`."""
+    from kernelc.runtime.cuda_compile import build_cuda_image, cuda_options
+
+    options = cuda_options()
+    key = ("cuda-loaded", tuple(types), device.alias, options)
+    found = kernel.compiled.get(key)
+    if found is not None:
+        return found
+    image = build_cuda_image(kernel, tuple(types), device.arch)
+    t0 = time.perf_counter()
+    _, function = cuda.load_module(device, image.image, image.format, image.source.entry)
+    compiled = CudaKernel(kernel, tuple(types), device, image, function,
+                          (time.perf_counter() - t0) * 1e3)
+    if options.debug:
+        # One record per loaded kernel, made here so that no launch (and no graph capture)
+        # allocates; a check that fails writes it, the launcher reads and clears it.
+        compiled.error = cuda.memory_backend().alloc(device, ERROR_SIZE, False)
+        info = cuda.device_info(device)
+        cuda.fill_linear(cuda.stream_handle(info), compiled.error.ptr, b"\0", ERROR_SIZE)
+    kernel.compiled[key] = compiled
+    return compiled
+
+
+def _arg_value(t: T.Type, value: Any) -> Any:
+    """A kernel argument as `ParamLayout.pack` takes it."""
+    if isinstance(t, T.ArrayType):
+        if value is None:
+            return ArrayArg(0, (0,) * t.ndim, (0,) * t.ndim)
+        return ArrayArg(int(value.ptr), tuple(value.shape), tuple(value.strides))
+    if t.is_bool:
+        return bool(value)
+    if t.is_float:
+        return float(value)
+    bits = t.bits
+    wrapped = int(value) & ((1 << bits) - 1)  # fixed-width integers wrap, as in kernels
+    if t.kind != "uint" and wrapped >= 1 << (bits - 1):
+        wrapped -= 1 << bits
+    return wrapped
+
+
+class CudaLaunch:
+    """A CUDA launch with its parameters packed once; `.launch()` reruns it.
+
+    Returned by `kc.launch(..., record_cmd=True)` on a CUDA device. The packed buffer and the
+    pointer array live as long as this object and are reused by every `.launch()`.
+    """
+
+    def __init__(self, kernel: Any, compiled: CudaKernel, dims: tuple[int, ...],
+                 values: Sequence[Any], device: Any, stream: Any = None,
+                 block_dim: int | None = None) -> None:
+        self.kernel = kernel
+        self.compiled = compiled
+        self.dims = dims
+        self.device = device
+        self.stream = stream
+        self.values = list(values)  # keeps the arrays alive while their addresses are packed
+        self.size = math.prod(dims)
+        self.block_dim = int(block_dim or DEFAULT_BLOCK_DIM)
+        if not 1 <= self.block_dim <= 1024:
+            raise ValueError(f"block_dim must be 1 to 1024, got {self.block_dim}")
+        layout = compiled.params
+        self.buffer = (ctypes.c_uint64 * (layout.size // 8))()
+        base = ctypes.addressof(self.buffer)
+        self.pointers = (ctypes.c_void_p * len(layout.fields))(
+            *[base + field.offset for field in layout.fields])
+        self.params_address = ctypes.addressof(self.pointers)
+        info = cuda.device_info(device)
+        self.grid = cuda.grid_size(self.size, self.block_dim, info.sm_count,
+                                   compiled.blocks_per_sm(self.block_dim))
+        self.pack()
+
+    def pack(self) -> None:
+        """(Re)writes the parameter buffer in place from `values` and `dims`."""
+        types = [field.type for field in self.compiled.params.fields[1:]]
+        error_ptr = self.compiled.error.ptr if self.compiled.error is not None else 0
+        data = self.compiled.params.pack(
+            self.dims, error_ptr, [_arg_value(t, v) for t, v in zip(types, self.values)])
+        ctypes.memmove(self.buffer, data, len(data))
+
+    def set_param_at_index(self, index: int, value: Any) -> None:
+        """Replaces one kernel argument (same type) and repacks the same buffer."""
+        self.values[index] = value
+        self.pack()
+
+    def set_dim(self, dim: int | tuple[int, ...]) -> None:
+        """Changes the launch shape (the grid follows) without repacking the arguments."""
+        from kernelc.runtime.launch import normalize_dim
+
+        self.dims = normalize_dim(self.kernel, dim)
+        self.size = math.prod(self.dims)
+        info = cuda.device_info(self.device)
+        self.grid = cuda.grid_size(self.size, self.block_dim, info.sm_count,
+                                   self.compiled.blocks_per_sm(self.block_dim))
+        self.pack()
+
+    def launch(self, stream: Any = None) -> None:
+        """Launches on `stream`, else the stream given at record time, else the current one."""
+        if self.size == 0:
+            return
+        run_cuda(self, stream if stream is not None else self.stream)
+
+
+def run_cuda(cmd: CudaLaunch, stream: Any) -> None:
+    """Issues one launch, with activity timing, kernel history and the debug check."""
+    info = cuda.device_info(cmd.device)
+    handle = cuda.stream_handle(info, stream)
+    rt = get_runtime()
+    rec = rt.recorder
+    history = rt.flags & _KERNEL_HISTORY_BIT
+    if (rec is None or not rec.wants(TIMING_KERNEL)) and not history:
+        _issue(cmd, handle)
+    else:
+        _issue_observed(cmd, info, stream, handle, rec, history)
+    if info.capturing:
+        info.capture_refs.append(cmd)  # the graph keeps the argument arrays alive
+    elif cmd.compiled.error is not None:
+        _check_error(cmd, handle)
+    cmd.compiled.cache = "memory"  # later launches find it in memory
+
+
+def _issue(cmd: CudaLaunch, handle: Any) -> None:
+    cuda.call(cuda.cu.cuLaunchKernel, cmd.compiled.function, cmd.grid, 1, 1, cmd.block_dim, 1,
+              1, 0, handle, cmd.params_address, 0)
+
+
+def _issue_observed(cmd: CudaLaunch, info: Any, stream: Any, handle: Any, rec: Any,
+                    history: int) -> None:
+    # The recorder and the history events go on the device's current stream; make the
+    # launch's stream current meanwhile, so they bracket this launch and nothing else.
+    saved = info.current_stream
+    if stream is not None:
+        info.current_stream = stream
+    try:
+        token = rec.begin(cmd.device, f"forward kernel {cmd.kernel.__name__}",
+                          TIMING_KERNEL) if rec is not None and rec.wants(TIMING_KERNEL) else None
+        events = None
+        if history:
+            events = (cuda.make_event(info.ordinal, True, False),
+                      cuda.make_event(info.ordinal, True, False))
+            events[0].record(None)
+        _issue(cmd, handle)
+        if events is not None:
+            events[1].record(None)
+        if token is not None:
+            rec.end(token)
+    finally:
+        info.current_stream = saved
+    if events is not None:
+        get_runtime().history.append(_history_record(cmd, events))
+
+
+def _history_record(cmd: CudaLaunch, events: tuple[Any, Any]) -> dict[str, Any]:
+    from kernelc.ir.analysis import count_work
+    from kernelc.timing.history import history_entry
+
+    compiled = cmd.compiled
+    start, end = events
+
+    def execution_time() -> float:  # read when kernel_history() is called, not now
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    flops, nbytes = count_work(cmd.kernel, compiled.types, cmd.dims)
+    fresh = compiled.cache != "memory"  # compile times belong to the launch that compiled
+    return history_entry(
+        cmd.kernel.__name__, compiled.hash, str(cmd.device), cmd.dims, execution_time,
+        compiled.codegen_time if fresh else 0.0, compiled.backend_time if fresh else 0.0,
+        compiled.cache, compiled.source, flops or 0, nbytes or 0)
+
+
+def _check_error(cmd: CudaLaunch, handle: Any) -> None:
+    """Debug mode: waits for the launch and raises if a check wrote the error record."""
+    from kernelc.runtime.launch import _raise_kernel_error
+
+    record = ErrorRecord()
+    ptr = cmd.compiled.error.ptr
+    cuda.call(cuda.cu.cuMemcpyDtoHAsync, ctypes.addressof(record), ptr, ERROR_SIZE, handle)
+    cuda.call(cuda.cu.cuStreamSynchronize, handle)
+    if record.code:
+        cuda.fill_linear(handle, ptr, b"\0", ERROR_SIZE)  # ready for the next launch
+        _raise_kernel_error(cmd.kernel, cmd.compiled, record)
+
+
+def launch_cuda(kernel: Any, dims: tuple[int, ...], values: Sequence[Any],
+                types: tuple[T.Type, ...], device: Any, stream: Any, block_dim: int | None,
+                record_cmd: bool) -> CudaLaunch | None:
+    """`kc.launch` on a CUDA device, after the arguments were checked."""
+    compiled = load_cuda_kernel(kernel, types, device)
+    last = compiled.last
+    if not record_cmd and last is not None and last[0] == dims and last[1] is stream \
+            and last[2] == block_dim and len(last[3]) == len(values) \
+            and all(a is b for a, b in zip(last[3], values)):
+        # The same argument objects as last time (a simulation loop): reuse the packing.
+        last[4].launch()
+        return None
+    cmd = CudaLaunch(kernel, compiled, dims, values, device, stream, block_dim)
+    if record_cmd:
+        return cmd
+    compiled.last = (dims, stream, block_dim, list(values), cmd)
+    cmd.launch()
+    return None

@@ -1,0 +1,225 @@
+"""Graphs: record a sequence of launches once, replay it with one call.
+
+CUDA devices use CUDA graphs: `ScopedCapture` captures a stream (cuStreamBeginCapture /
+cuStreamEndCapture, in thread-local mode so other threads keep working normally) and
+instantiates the graph (cuGraphInstantiate); `capture_launch` is one cuGraphLaunch.
+Memory cannot be allocated during a capture (allocate the arrays first); arrays freed
+during one are released when it ends; debug-mode error records are not read inside it.
+
+On the CPU, a capture records each launch issued by the capturing thread as a packed
+`kernelc.runtime.launch.Launch` instead of running it, and each timing event recorded
+meanwhile as a marker. `capture_launch` replays the list in order without checking or
+packing arguments; the events get their timestamps as the replay reaches them, so they time
+the replay, not the recording.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+from kernelc.runtime.context import get_runtime
+from kernelc.runtime.device import Device, Devicelike, cuda_runtime, get_device
+from kernelc.timing.flags import TIMING_GRAPH
+
+
+class Graph:
+    """A captured graph, launched with `capture_launch`.
+
+    Attributes:
+        device: The device it runs on.
+        ops: CPU graphs: the recorded launches and event markers, in order.
+    """
+
+    def __init__(self, device: Device, ops: list[Any] | None = None, exec_handle: Any = None,
+                 graph_handle: Any = None, refs: list[Any] | None = None) -> None:
+        self.device = device
+        self.ops = ops if ops is not None else []
+        self.exec_handle = exec_handle
+        self.graph_handle = graph_handle
+        self.refs = refs or []  # captured CUDA launches: keep their argument arrays alive
+
+    def __repr__(self) -> str:
+        count = f", {len(self.ops)} ops" if self.device.is_cpu else ""
+        return f"<Graph on {self.device.alias}{count}>"
+
+    def __del__(self) -> None:
+        if self.exec_handle is None:
+            return
+        try:
+            driver = cuda_runtime().cu
+            driver.cuGraphExecDestroy(self.exec_handle)
+            driver.cuGraphDestroy(self.graph_handle)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+class _DeferredEvent:
+    """A CPU timing event recorded inside a capture: completed when a replay reaches it."""
+
+    __slots__ = ("impl",)
+
+    def __init__(self, impl: Any) -> None:
+        self.impl = impl
+
+
+class CpuCapture:
+    """`rt.extras["capture"]` while a CPU capture is open (see kernelc.timing.events)."""
+
+    def __init__(self) -> None:
+        self.ops: list[Any] = []
+        self.thread = threading.get_ident()
+
+    def intercept(self, cmd: Any) -> bool:
+        """Records a packed launch instead of running it; False for other threads' launches."""
+        if threading.get_ident() != self.thread:
+            return False
+        self.ops.append(cmd)
+        return True
+
+    def defer_event(self, impl: Any) -> None:
+        """Records a CPU event so that a replay, not the recording, gives it its time."""
+        self.ops.append(_DeferredEvent(impl))
+
+
+class ScopedCapture:
+    """Captures the launches inside a ``with`` block into `.graph`.
+
+    Args:
+        device: The device (None: the stream's device, else the current device).
+        stream: CUDA only: the stream to capture (None: the device's current stream).
+        force_module_load: Load the kernels of `__main__` on the device first, so that no
+            compilation or module load happens during the capture.
+
+    Example:
+        >>> with kc.ScopedCapture() as capture:
+        ...     kc.launch(step, n, inputs=[x, v])
+        >>> for _ in range(100):
+        ...     kc.capture_launch(capture.graph)
+    """
+
+    def __init__(self, device: Devicelike = None, stream: Any = None,
+                 force_module_load: bool = True) -> None:
+        self.device = stream.device if stream is not None and device is None else get_device(
+            device)
+        self.stream = stream
+        self.force_module_load = force_module_load
+        self.graph: Graph | None = None
+        self._cpu: CpuCapture | None = None
+        self._scope: Any = None
+
+    def __enter__(self) -> ScopedCapture:
+        if self.force_module_load:
+            from kernelc.runtime.module import force_load
+
+            force_load(self.device)
+        if self.device.is_cpu:
+            rt = get_runtime()
+            with rt.lock:
+                if rt.extras.get("capture") is not None:
+                    raise RuntimeError("a CPU graph capture is already open; captures do not "
+                                       "nest")
+                self._cpu = rt.extras["capture"] = CpuCapture()
+            return self
+        self._begin_cuda()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._cpu is not None:
+            get_runtime().extras.pop("capture", None)
+            if exc_type is None:
+                self.graph = Graph(self.device, self._cpu.ops)
+            self._cpu = None
+            return
+        self._end_cuda(failed=exc_type is not None)
+
+    def _begin_cuda(self) -> None:
+        from kernelc.runtime.streams import ScopedStream, Stream, get_stream
+
+        cuda = cuda_runtime()
+        info = cuda.device_info(self.device)
+        stream = self.stream if self.stream is not None else get_stream(self.device)
+        if not isinstance(stream, Stream):
+            raise TypeError(f"ScopedCapture needs a kc.Stream, got {type(stream).__name__}")
+        # The captured stream becomes current, so launches and copies that name no stream
+        # go into the graph.
+        self._scope = ScopedStream(stream, sync_enter=False)
+        self._scope.__enter__()
+        try:
+            cuda.call(cuda.cu.cuStreamBeginCapture, stream.handle,
+                      cuda.cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        except BaseException:
+            self._scope.__exit__(None, None, None)
+            raise
+        info.capturing += 1
+        info.capture_refs = []
+        self.stream = stream
+
+    def _end_cuda(self, failed: bool) -> None:
+        cuda = cuda_runtime()
+        info = cuda.device_info(self.device)
+        try:
+            graph = cuda.call(cuda.cu.cuStreamEndCapture, self.stream.handle)
+        finally:
+            refs, info.capture_refs = info.capture_refs, []
+            cuda.end_capture(info)
+            self._scope.__exit__(None, None, None)
+        if failed:
+            cuda.cu.cuGraphDestroy(graph)
+            return
+        try:
+            exec_handle = cuda.call(cuda.cu.cuGraphInstantiate, graph, 0)
+        except BaseException:
+            cuda.cu.cuGraphDestroy(graph)
+            raise
+        self.graph = Graph(self.device, exec_handle=exec_handle, graph_handle=graph, refs=refs)
+
+
+def capture_launch(graph: Graph, stream: Any = None) -> None:
+    """Runs a captured graph (on CUDA: on `stream`, or the device's current stream)."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"capture_launch() needs a graph from ScopedCapture, got "
+                        f"{type(graph).__name__}")
+    rt = get_runtime()
+    rec = rt.recorder
+    token = None
+    if graph.device.is_cpu:
+        if rec is not None and rec.wants(TIMING_GRAPH):
+            token = rec.begin(graph.device, "graph launch", TIMING_GRAPH)
+        _replay_cpu(graph)
+        if token is not None:
+            rec.end(token)
+        return
+    cuda = cuda_runtime()
+    info = cuda.device_info(graph.device)
+    saved = info.current_stream
+    if stream is not None:
+        info.current_stream = stream  # the recorder's events bracket this graph launch
+    try:
+        if rec is not None and rec.wants(TIMING_GRAPH):
+            token = rec.begin(graph.device, "graph launch", TIMING_GRAPH)
+        cuda.call(cuda.cu.cuGraphLaunch, graph.exec_handle, cuda.stream_handle(info))
+        if token is not None:
+            rec.end(token)
+    finally:
+        info.current_stream = saved
+
+
+def _replay_cpu(graph: Graph) -> None:
+    events = [op.impl for op in graph.ops if isinstance(op, _DeferredEvent)]
+    for impl in events:
+        impl.mark_pending()
+    try:
+        for op in graph.ops:
+            if isinstance(op, _DeferredEvent):
+                op.impl.complete(time.perf_counter_ns())
+            else:
+                op.launch()
+    finally:
+        # A failed launch must not leave waiters blocked on events it never reached.
+        for impl in events:
+            if not impl.query():
+                impl.complete(time.perf_counter_ns())
