@@ -2,7 +2,8 @@
 
 The entry takes `kc_launch` by value, then each kernel parameter by value: arrays as
 `kc_array<T, N>` = {T* data; int64 shape[N]; int64 strides[N]} (byte strides), scalars as
-their C storage type (bool: 1 byte, float16: its 16 bits). Offsets are those of a packed
+their C storage type (bool: 1 byte, float16: its 16 bits), vectors, matrices and structs as
+their C structs (`cuda_types.py`), laid out as `kernelc.types` describes them. Offsets are those of a packed
 argument buffer in which every parameter is aligned to its own alignment, which is how CUDA
 lays out kernel parameters (cuLaunchKernel with CU_LAUNCH_PARAM_BUFFER_POINTER), so the
 same bytes serve the driver (per-parameter pointers into the buffer) and the host harness.
@@ -43,7 +44,7 @@ class ParamField:
 
     Attributes:
         name: "launch" for the launch struct, else the kernel parameter's Python name.
-        kind: "launch", "array" or "scalar".
+        kind: "launch", "array", "scalar" or "aggregate" (vector, matrix, struct).
         type: the kernelc type (None for the launch struct).
         c_type: the C type of the parameter in the generated source.
         size: size in bytes.
@@ -74,7 +75,8 @@ class ParamLayout:
             dims: the launch shape (1 to 4 extents).
             error_ptr: address of the `kc_error` record (0 when not in debug mode).
             args: one value per kernel parameter: an `ArrayArg` for arrays, a Python or
-                NumPy number for scalars.
+                NumPy number for scalars; for aggregates what a CPU launch accepts (a host
+                vector / matrix or sequence, a `@kc.struct` instance) or its packed bytes.
         """
         params = self.fields[1:]
         if len(args) != len(params):
@@ -106,8 +108,22 @@ def pack_array(arg: ArrayArg, ndim: int) -> bytes:
 def _pack_param(spec: ParamField, value: Any) -> bytes:
     if spec.kind == "array":
         return pack_array(value, spec.type.ndim)
+    if spec.kind == "aggregate":
+        return _pack_aggregate(spec, value)
     fmt = _FORMATS[spec.type.name]
     return struct.pack("<" + fmt, value.item() if hasattr(value, "item") else value)
+
+
+def _pack_aggregate(spec: ParamField, value: Any) -> bytes:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+    else:
+        from kernelc.frontend.struct import struct_bytes  # the front end's C-layout packer
+
+        data = struct_bytes(spec.type, value)
+    if len(data) != spec.size:
+        raise ValueError(f"parameter '{spec.name}': {spec.size} bytes expected, got {len(data)}")
+    return data
 
 
 def build_layout(params: Sequence[tuple[str, T.Type, str]]) -> ParamLayout:
@@ -119,6 +135,8 @@ def build_layout(params: Sequence[tuple[str, T.Type, str]]) -> ParamLayout:
             kind, size, align = "array", t.size, 8
         elif isinstance(t, T.ScalarType):
             kind, size, align = "scalar", t.size, t.size
+        elif isinstance(t, (T.VectorType, T.MatrixType, T.StructType)):
+            kind, size, align = "aggregate", t.size, T.alignment(t)
         else:
             raise TypeError(f"kernel parameter '{name}' of type {t!r}")
         offset = (offset + align - 1) // align * align

@@ -1,0 +1,123 @@
+"""CPU graph capture and replay, and streams on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernelc as kc
+from kernelc.runtime import launch as launch_module
+
+
+@kc.kernel
+def axpy(x: kc.array(dtype=float), y: kc.array(dtype=float), alpha: float):
+    i = kc.tid()
+    y[i] = alpha * x[i] + y[i]
+
+
+@kc.kernel
+def scale(y: kc.array(dtype=float), factor: float):
+    i = kc.tid()
+    y[i] = y[i] * factor
+
+
+def _inputs(rng, n=1000):
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    return x, y
+
+
+def _step(x, y):
+    kc.launch(axpy, x.shape[0], inputs=[x, y, 2.0], device="cpu")
+    kc.launch(scale, y.shape[0], inputs=[y, 0.5], device="cpu")
+
+
+def test_replay_equals_direct_launches(rng):
+    x0, y0 = _inputs(rng)
+    xd, yd = kc.array(x0, device="cpu"), kc.array(y0, device="cpu")
+    xg, yg = kc.array(x0, device="cpu"), kc.array(y0, device="cpu")
+    with kc.ScopedCapture(device="cpu") as capture:
+        _step(xg, yg)
+    np.testing.assert_array_equal(yg.numpy(), y0)  # recorded, not run
+    for _ in range(3):
+        _step(xd, yd)
+        kc.capture_launch(capture.graph)
+    np.testing.assert_array_equal(yg.numpy(), yd.numpy())
+    expected = y0.astype(np.float64)
+    for _ in range(3):
+        expected = (2.0 * x0 + expected) * 0.5
+    np.testing.assert_allclose(yg.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_replay_skips_argument_packing(rng, monkeypatch):
+    x0, y0 = _inputs(rng)
+    x, y = kc.array(x0, device="cpu"), kc.array(y0, device="cpu")
+    with kc.ScopedCapture(device="cpu") as capture:
+        _step(x, y)
+    calls = []
+    original = launch_module.pack_args
+    monkeypatch.setattr(launch_module, "pack_args", lambda *a: calls.append(a) or original(*a))
+    monkeypatch.setattr(launch_module, "arg_type", lambda *a: pytest.fail("argument check"))
+    kc.capture_launch(capture.graph)
+    assert calls == []
+
+
+def test_events_inside_capture_time_the_replay(rng):
+    x, y = (kc.array(a, device="cpu") for a in _inputs(rng, 1 << 16))
+    start = kc.Event("cpu", enable_timing=True)
+    end = kc.Event("cpu", enable_timing=True)
+    with kc.ScopedCapture(device="cpu") as capture:
+        start.record()
+        _step(x, y)
+        end.record()
+    assert start.impl.timestamp_ns is None and end.impl.timestamp_ns is None
+    import time
+
+    before = time.perf_counter_ns()
+    kc.capture_launch(capture.graph)
+    after = time.perf_counter_ns()
+    assert before <= start.impl.timestamp_ns <= end.impl.timestamp_ns <= after
+    elapsed = kc.get_event_elapsed_time(start, end)
+    assert 0.0 <= elapsed <= (after - before) / 1e6
+
+
+def test_capture_does_not_nest_and_exception_discards():
+    with kc.ScopedCapture(device="cpu"):
+        with pytest.raises(RuntimeError, match="already open"):
+            kc.ScopedCapture(device="cpu").__enter__()
+    capture = kc.ScopedCapture(device="cpu")
+    with pytest.raises(ValueError):
+        with capture:
+            raise ValueError("boom")
+    assert capture.graph is None
+    with pytest.raises(TypeError, match="ScopedCapture"):
+        kc.capture_launch(object())
+
+
+def test_graph_launch_activity_timing(rng):
+    x, y = (kc.array(a, device="cpu") for a in _inputs(rng))
+    with kc.ScopedCapture(device="cpu") as capture:
+        _step(x, y)
+    kc.timing_begin(kc.TIMING_GRAPH | kc.TIMING_KERNEL)
+    kc.capture_launch(capture.graph)
+    names = [r.name for r in kc.timing_end()]
+    assert names == ["graph launch", "forward kernel axpy", "forward kernel scale"]
+
+
+def test_cpu_streams():
+    stream = kc.Stream("cpu")
+    assert stream.device == "cpu" and stream.cuda_stream == 0 and stream.is_complete
+    default = kc.get_stream("cpu")
+    assert kc.get_stream("cpu") is default
+    with kc.ScopedStream(stream):
+        assert kc.get_stream("cpu") is stream
+        event = stream.record_event(kc.Event("cpu", enable_timing=True))
+        assert event.query()
+        kc.wait_stream(default)
+        kc.synchronize_stream()
+    assert kc.get_stream("cpu") is default
+    stream.wait_event(event)
+    stream.synchronize()
+    kc.set_stream(stream)
+    assert kc.get_stream("cpu") is stream
+    kc.set_stream(default)
