@@ -55,8 +55,10 @@ def k_dynamic(a: kc.array(dtype=kc.vec3), m: kc.array(dtype=kc.mat33),
 @kc.kernel
 def k_atomics(acc: kc.array(dtype=Any), src: kc.array(dtype=Any), old: kc.array(dtype=Any)):
     i = kc.tid()
-    kc.atomic_add(acc, i % 3, src[i])
-    old[i] = kc.atomic_max(acc, 3, src[i]) * 0.0
+    old[i] = kc.atomic_add(acc, i % 3, src[i])
+    kc.atomic_max(acc, 3, src[i])
+    kc.atomic_min(acc, 4, src[i])
+    acc[5] += src[i]
 
 
 @kc.struct
@@ -82,9 +84,10 @@ def k_struct_local(ps: kc.array(dtype=Particle), xf: kc.transform,
 # ---- running a kernel on both backends -----------------------------------------------------
 
 
-def _ir_types(args: list) -> tuple:
-    return tuple(T.ArrayType(a.dtype, a.ndim) if isinstance(a, kc.array) else t
-                 for a, t in args)
+def _ir_types(kernel, args: list) -> tuple:
+    """The specialisation for `args`: arrays by their dtype, others as given or declared."""
+    return tuple(T.ArrayType(a.dtype, a.ndim) if isinstance(a, kc.array) else t or declared
+                 for (a, t), declared in zip(args, kernel.param_types))
 
 
 def _harness_args(args: list) -> tuple[list, list]:
@@ -118,7 +121,7 @@ def run_both(kernel, n: int, make_args) -> list:
     (a list of (value, type or None)), compares every array, and returns the host copies."""
     cpu_args = make_args()
     host_args = make_args()
-    source = emit_cuda(kernel.get_ir(_ir_types(host_args)), CudaOptions())
+    source = emit_cuda(kernel.get_ir(_ir_types(kernel, host_args)), CudaOptions())
     values, copies = _harness_args(host_args)
     assert cuda_harness.build(source).launch(n, values, block_dim=8, max_blocks=2) is None
     kc.launch(kernel, n, inputs=[a for a, _ in cpu_args])
@@ -211,7 +214,7 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_nvrtc_compiles_aggregate_kernels(case):
     kernel, build = CASES[case]
-    module = kernel.get_ir(_ir_types(_seeded(build)()))
+    module = kernel.get_ir(_ir_types(kernel, _seeded(build)()))
     for arch in ARCHS:
         source = emit_cuda(module)
         image, fmt = nvrtc.compile_cuda(source.text, arch, name=source.kernel)
@@ -226,3 +229,92 @@ def test_nvrtc_compiles_aggregate_kernels(case):
 def test_harness_matches_cpu(case):
     kernel, build = CASES[case]
     run_both(kernel, N, _seeded(build))
+
+
+def _body(rng) -> S.Body:
+    b = S.Body()
+    b.mass = 1.5
+    b.inner.flag = -5
+    b.inner.v = kc.vec3(*rng.uniform(1, 2, 3))
+    b.m = kc.mat22(*rng.uniform(1, 2, 4))
+    b.big = 1e300
+    b.data = kc.array(rng.uniform(1, 2, 3).astype(np.float32))
+    return b
+
+
+@needs_cxx
+def test_struct_param_with_nested_struct_and_array_field():
+    holders: list[S.Body] = []
+
+    def make():
+        holders.append(_body(np.random.default_rng(3)))
+        return [(holders[-1], None), (_poison(f32, 8), None)]
+
+    (_, out) = run_both(S.k_body, 1, make)
+    cpu, host = holders
+    assert np.isfinite(out[[0, 1, 2, 3, 4, 5, 7]]).all() and out[6] == np.inf
+    assert out[3] == -5 and out[2] == 7
+    assert host.data.numpy()[0] == 42 and cpu.data.numpy().tolist() == host.data.numpy().tolist()
+
+
+@needs_cxx
+def test_arrays_of_structs():
+    def make():
+        rng = np.random.default_rng(4)
+        data = np.zeros(N, dtype=S.Inner.numpy_dtype())
+        data["flag"] = rng.integers(-100, 100, N)
+        data["v"] = V.random(rng, (N, 3), np.float32)
+        out = np.zeros(N, dtype=S.Inner.numpy_dtype())
+        out["flag"] = 99
+        out["v"] = np.nan
+        return [(kc.array(data, dtype=S.Inner), None), (kc.array(out, dtype=S.Inner), None)]
+
+    _, out = run_both(S.k_struct_array, N, make)
+    assert (out["v"][:, 2] == 5).all()
+
+
+@needs_cxx
+def test_struct_locals_bool_fields_and_transform_param():
+    def make():
+        rng = np.random.default_rng(5)
+        ps = np.zeros(N, dtype=Particle.numpy_dtype())
+        ps["pos"] = V.random(rng, (N, 3), np.float32)
+        ps["alive"] = rng.integers(0, 2, N).astype(bool)
+        ps["q"] = Q.random_unit_quats(rng, N, np.float32)
+        out = np.zeros(N, dtype=Particle.numpy_dtype())
+        out["pos"] = out["q"] = np.nan
+        xf = kc.transform(*V.random(rng, 3, np.float32), *Q.random_unit_quats(rng, 1, np.float32))
+        return [(kc.array(ps, dtype=Particle), None), (xf, None),
+                (kc.array(out, dtype=Particle), None), (_poison(vec3), None)]
+
+    ps, _, out, moved = run_both(k_struct_local, N, make)
+    assert (out["alive"] == ~ps["alive"]).all() and np.isfinite(moved).all()
+
+
+@needs_cxx
+@pytest.mark.parametrize("vec", [kc.vec3, kc.vec3d, kc.vec3i, kc.vec3h], ids=repr)
+def test_atomics_on_vector_arrays(vec):
+    n = 100
+    src = ((np.arange(3 * n).reshape(n, 3) % 7) - 3).astype(vec.dtype.np_dtype)
+    acc = np.zeros((6, 3), vec.dtype.np_dtype)
+    acc[4] = 100
+    old = np.full((n, 3), 1000, vec.dtype.np_dtype)
+    t = T.ArrayType(vec, 1)
+    source = emit_cuda(k_atomics.get_ir((t, t, t)))
+    for arch in ARCHS:
+        image, _ = nvrtc.compile_cuda(source.text, arch, name=source.kernel)
+        assert source.entry in _elf_symbols(image)
+    args = [ArrayArg(a.ctypes.data, (len(a),), a.strides[:1]) for a in (acc, src, old)]
+    assert cuda_harness.build(source).launch(n, args, block_dim=16, max_blocks=3,
+                                             workers=3) is None
+    want = np.stack([src[0::3].sum(0), src[1::3].sum(0), src[2::3].sum(0),
+                     np.maximum(src.max(0), 0), np.minimum(src.min(0), 100), src.sum(0)])
+    np.testing.assert_array_equal(acc, want)
+    # each old value is the slot's component before this thread's add: never the poison,
+    # and the per-component old values of one slot are that component's partial sums
+    assert (old != 1000).all()
+    for k in range(3):
+        for c in range(3):
+            got = sorted(old[k::3, c].tolist())
+            assert min(got) >= min(0, src[k::3, c].clip(max=0).sum())
+            assert max(got) <= src[k::3, c].clip(min=0).sum()

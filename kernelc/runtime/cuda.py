@@ -39,7 +39,7 @@ except ImportError as err:  # reported by kernelc.runtime.device as the reason C
     ) from err
 
 from kernelc.runtime.context import get_runtime
-from kernelc.runtime.memory import Allocation, element_layout
+from kernelc.runtime.memory import Allocation, contiguous_strides, element_layout
 
 _SUCCESS = cu.CUresult.CUDA_SUCCESS
 _NOT_READY = cu.CUresult.CUDA_ERROR_NOT_READY
@@ -368,7 +368,7 @@ class CudaBackend:
         # A strided view: fill a dense scratch block, then scatter it with a strided copy.
         scratch = self.alloc(dest.device, dest.size * len(pattern), False)
         fill_linear(stream, scratch.ptr, pattern, dest.size)
-        dense = _dense_strides(dest.shape, len(pattern))
+        dense = contiguous_strides(dest.shape, len(pattern))
         copy_strided(stream, (True, dest.ptr, dest.strides), (True, scratch.ptr, dense),
                      dest.shape, len(pattern))
 
@@ -382,7 +382,7 @@ class CudaBackend:
                 _copy_linear(stream, False, out.ctypes.data, True, src.ptr, out.nbytes)
             else:
                 copy_strided(stream, (False, out.ctypes.data,
-                                      _dense_strides(src.shape, src.dtype.size)),
+                                      contiguous_strides(src.shape, src.dtype.size)),
                              (True, src.ptr, src.strides), src.shape, src.dtype.size)
             call(cu.cuStreamSynchronize, stream)
         return out
@@ -407,14 +407,6 @@ def _copy_linear(stream: Any, dest_is_device: bool, dest: int, src_is_device: bo
         call(cu.cuMemcpyDtoHAsync, dest, src, nbytes, stream)
     else:
         ctypes.memmove(dest, src, nbytes)
-
-
-def _dense_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def plan_strided(shape: tuple[int, ...], dest_strides: tuple[int, ...],

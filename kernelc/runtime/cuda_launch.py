@@ -90,6 +90,8 @@ def _arg_value(t: T.Type, value: Any) -> Any:
         if value is None:
             return ArrayArg(0, (0,) * t.ndim, (0,) * t.ndim)
         return ArrayArg(int(value.ptr), tuple(value.shape), tuple(value.strides))
+    if not isinstance(t, T.ScalarType):
+        return value  # vectors, matrices, structs: ParamLayout.pack lays out their bytes
     if t.is_bool:
         return bool(value)
     if t.is_float:

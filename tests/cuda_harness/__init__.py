@@ -24,8 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from kernelc import types as T
 from kernelc.codegen.cuda import CudaSource
 from kernelc.codegen.cuda_layout import ArrayArg
+from kernelc.codegen.cuda_types import member
+from kernelc.types_vec import HostValue
 
 HEADER = Path(__file__).with_name("kc_host.h")
 CXX = os.environ.get("CXX", "g++")
@@ -58,8 +61,15 @@ def driver_source(source: CudaSource) -> str:
             f"    static_assert(sizeof({f.c_type}) == {f.size} && alignof({f.c_type}) == "
             f'{f.align}, "parameter {f.name}: the layout description disagrees with C++");'
         )
+        if isinstance(f.type, T.StructType):  # each field where kernelc.types puts it
+            unpack.extend(
+                f"    static_assert(offsetof({f.c_type}, {member(f.type, k)[1:]}) == {off}, "
+                f'"parameter {f.name}: field {name}");'
+                for k, ((name, _), off) in enumerate(zip(f.type.fields, f.type.offsets))
+            )
     call_args = ", ".join(f"a{i}" for i in range(len(fields)))
     return f"""#include <pthread.h>
+#include <stddef.h>
 {source.text}
 extern "C" int kc_host_run(const char* args, long long grid, int block, int workers) {{
 {chr(10).join(unpack)}
@@ -107,7 +117,8 @@ class HostKernel:
                max_blocks: int = 8, workers: int = 1) -> ErrorRecord | None:
         """Runs the kernel over `dim` threads; NumPy arrays are passed as strided views.
 
-        Fewer blocks than threads are launched (at most `max_blocks`), so the grid-stride
+        Vector, matrix and struct parameters take host values (`kc.vec3(...)`, a
+        `@kc.struct` instance) or their packed bytes. Fewer blocks than threads are launched (at most `max_blocks`), so the grid-stride
         loop is exercised; `workers` > 1 runs blocks on several host threads at once.
         """
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -115,8 +126,9 @@ class HostKernel:
         if size == 0:
             return None
         error = np.zeros(10, dtype=np.int64)  # 80 bytes, the size of kc_error
-        values = [
-            ArrayArg(a.ctypes.data, a.shape, a.strides) if isinstance(a, np.ndarray) else a
+        values = [  # host vectors / matrices (`kc.vec3(...)`) are values, not arrays
+            ArrayArg(a.ctypes.data, a.shape, a.strides)
+            if isinstance(a, np.ndarray) and not isinstance(a, HostValue) else a
             for a in args
         ]
         packed = self.source.params.pack(dims, error.ctypes.data, values)
