@@ -304,6 +304,9 @@ def test_atomics_on_vector_arrays(vec):
     for arch in ARCHS:
         image, _ = nvrtc.compile_cuda(source.text, arch, name=source.kernel)
         assert source.entry in _elf_symbols(image)
+    debug = emit_cuda(k_atomics.get_ir((t, t, t)), CudaOptions(debug=True))
+    image, _ = nvrtc.compile_cuda(debug.text, 90, name=debug.kernel)
+    assert debug.entry in _elf_symbols(image)
     args = [ArrayArg(a.ctypes.data, (len(a),), a.strides[:1]) for a in (acc, src, old)]
     assert cuda_harness.build(source).launch(n, args, block_dim=16, max_blocks=3,
                                              workers=3) is None
