@@ -356,3 +356,15 @@ def test_constant_folding_matches_runtime_results():
     kc.launch(computed, 1, inputs=[v, b])
     np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert a.numpy().tolist()[:3] == [-4, -1, -4]  # floor division, C remainder
+
+
+@kc.kernel
+def literal_widths(o: kc.array(dtype=kc.int64)):
+    o[0] = kc.min(1, 3000000000) + 3000000000
+    o[1] = 1 + 3000000000
+
+
+def test_literals_of_different_int_widths_meet_in_the_wider():
+    o = kc.full(2, -1, dtype=kc.int64)
+    kc.launch(literal_widths, 1, [o])
+    assert o.numpy().tolist() == [3000000001, 3000000001]

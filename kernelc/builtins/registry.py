@@ -113,10 +113,11 @@ def unify(types: Sequence[T.Type], weak: Sequence[bool]) -> T.Type:
                 if t.is_float and not first.is_float:
                     raise TypeError(f"a float literal cannot be combined with {first!r}")
         return first
-    # Only literals: a float among them makes everything float32.
+    # Only literals: a float among them makes everything float32, else the widest int.
     if any(isinstance(t, T.ScalarType) and t.is_float for t in types):
         return T.float32
-    return types[0]
+    scalars = [t for t in types if isinstance(t, T.ScalarType)]
+    return max(scalars, key=lambda t: t.bits) if len(scalars) == len(types) else types[0]
 
 
 def _scalar(kinds: str, what: str) -> Callable[[T.Type], None]:

@@ -10,6 +10,7 @@ import numpy as np
 
 from kernelc import types as T
 from kernelc.builtins import BUILTINS, Builtin, Expansion
+from kernelc.builtins.registry import unify
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
 from kernelc.ir import semantics
@@ -203,24 +204,11 @@ class ExprLowering:
         )
 
     def common_type(self, a: Val, b: Val) -> T.ScalarType:
-        if a.weak and not b.weak:
-            strong, weak = b, a
-        elif b.weak and not a.weak:
-            strong, weak = a, b
-        else:
-            if a.type != b.type:
-                if a.weak and b.weak:  # two literals: float wins, then the wider int
-                    if a.type.is_float or b.type.is_float:
-                        return T.float32
-                    return T.int64
-                raise KernelError(
-                    f"operands have different types ({a.type!r} and {b.type!r}); "
-                    f"cast one explicitly, e.g. {a.type!r}(x)"
-                )
-            return a.type
-        if weak.type.is_float and not strong.type.is_float:
-            raise KernelError(f"a float literal cannot be combined with {strong.type!r}")
-        return strong.type
+        """The type two operands meet in; the rule is the builtin table's `unify`."""
+        try:
+            return unify((a.type, b.type), (a.weak, b.weak))
+        except TypeError as err:
+            raise KernelError(str(err)) from None
 
     def coerce(self, v: Val, t: T.Type) -> Val:
         """`v` as type `t`: literals convert silently; typed values must already match."""

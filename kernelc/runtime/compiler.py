@@ -21,8 +21,9 @@ from kernelc.runtime.cpu import KERNEL_CFUNC, CpuKernel, args_ctype, cpu_state
 
 
 def ir_hash(module: ir.Module, *options: Any) -> str:
+    """SHA-256 of the IR text and the options: names the entry symbol and keys the cache."""
     text = format_module(module) + "|" + "|".join(map(repr, options))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def optimized_ir(kernel, arg_types: tuple[T.Type, ...]) -> ir.Module:
@@ -30,19 +31,13 @@ def optimized_ir(kernel, arg_types: tuple[T.Type, ...]) -> ir.Module:
     return run_pipeline(module, dump=config.dump_ir)
 
 
-_OPTIONS: dict[str, LlvmOptions] = {}
-
-
 def cpu_options(private_atomics: bool = True) -> LlvmOptions:
-    options = _OPTIONS.get((config.mode, private_atomics))
-    if options is None:
-        jit = cpu_state(config.num_threads).jit
-        # 512-bit vectors where the CPU has them: kernels are mostly streaming loops, and
-        # LLVM's default of 256 bits halves their width for no gain here.
-        width = 512 if jit.has_avx512 else 256
-        options = _OPTIONS[(config.mode, private_atomics)] = LlvmOptions(
-            debug=config.mode == "debug", vector_width=width, private_atomics=private_atomics)
-    return options
+    jit = cpu_state(config.num_threads).jit
+    # 512-bit vectors where the CPU has them: kernels are mostly streaming loops, and
+    # LLVM's default of 256 bits halves their width for no gain here.
+    return LlvmOptions(debug=config.mode == "debug",
+                       vector_width=512 if jit.has_avx512 else 256,
+                       private_atomics=private_atomics)
 
 
 def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
@@ -59,10 +54,9 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
     t0 = time.perf_counter()
     module = optimized_ir(kernel, arg_types)
     digest = ir_hash(module, options)
-    entry = f"kc_{module.kernel.name}_{digest}"
+    entry = f"kc_{module.kernel.name}_{digest[:16]}"
     # The disk key hashes kernelc's own IR, so a warm start skips LLVM IR generation too.
-    key = cache_key(format_module(module), entry, state.jit.target_id, __version__,
-                    repr(options))
+    key = cache_key(digest, entry, state.jit.target_id, __version__)
     disk = DiskCache(config.kernel_cache_dir)
     payload = disk.load(key, "o") if config.cache_kernels else None
     cached = _unpack_object(payload) if payload is not None else None

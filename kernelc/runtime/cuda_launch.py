@@ -24,13 +24,15 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.codegen.cuda_layout import ERROR_SIZE, ArrayArg, ParamLayout
-from kernelc.runtime import cuda
+from kernelc.runtime import cuda, cuda_module
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import ErrorRecord
 from kernelc.timing.flags import TIMING_KERNEL
 
 DEFAULT_BLOCK_DIM = 256
-_KERNEL_HISTORY_BIT = 1  # kernelc.timing.history.JitFlag.KernelHistory
+from kernelc.timing.history import JitFlag  # noqa: E402
+
+_KERNEL_HISTORY_BIT = int(JitFlag.KernelHistory)
 
 
 class CudaKernel:
@@ -56,7 +58,7 @@ class CudaKernel:
     def blocks_per_sm(self, block_dim: int) -> int:
         found = self.occupancy.get(block_dim)
         if found is None:
-            found = self.occupancy[block_dim] = cuda.blocks_per_sm(self.function, block_dim)
+            found = self.occupancy[block_dim] = cuda_module.blocks_per_sm(self.function, block_dim)
         return found
 
 
@@ -71,7 +73,7 @@ def load_cuda_kernel(kernel: Any, types: Sequence[T.Type], device: Any) -> CudaK
         return found
     image = build_cuda_image(kernel, tuple(types), device.arch)
     t0 = time.perf_counter()
-    _, function = cuda.load_module(device, image.image, image.format, image.source.entry)
+    _, function = cuda_module.load_module(device, image.image, image.format, image.source.entry)
     compiled = CudaKernel(kernel, tuple(types), device, image, function,
                           (time.perf_counter() - t0) * 1e3)
     if options.debug:
@@ -130,7 +132,7 @@ class CudaLaunch:
             *[base + field.offset for field in layout.fields])
         self.params_address = ctypes.addressof(self.pointers)
         info = cuda.device_info(device)
-        self.grid = cuda.grid_size(self.size, self.block_dim, info.sm_count,
+        self.grid = cuda_module.grid_size(self.size, self.block_dim, info.sm_count,
                                    compiled.blocks_per_sm(self.block_dim))
         self.pack()
 
@@ -154,7 +156,7 @@ class CudaLaunch:
         self.dims = normalize_dim(self.kernel, dim)
         self.size = math.prod(self.dims)
         info = cuda.device_info(self.device)
-        self.grid = cuda.grid_size(self.size, self.block_dim, info.sm_count,
+        self.grid = cuda_module.grid_size(self.size, self.block_dim, info.sm_count,
                                    self.compiled.blocks_per_sm(self.block_dim))
         self.pack()
 

@@ -16,9 +16,10 @@ from kernelc.errors import KernelError, KernelRuntimeError, render_caret
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
 from kernelc.timing.flags import TIMING_KERNEL
+from kernelc.timing.history import JitFlag  # noqa: E402
 from kernelc.timing.trace import active_sink
 
-_KERNEL_HISTORY_BIT = 1  # kernelc.timing.history.JitFlag.KernelHistory
+_KERNEL_HISTORY_BIT = int(JitFlag.KernelHistory)
 
 
 def normalize_dim(kernel, dim: Any) -> tuple[int, ...]:
@@ -187,9 +188,7 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
     if size < (64 if compiled.has_loops else 16384):  # not worth waking the workers
         compiled.cfunc(args_ptr, 0, size)
     else:
-        pool = rt.cpu.pool if rt.cpu.pool.num_threads == config.num_threads else cpu_state(
-            config.num_threads).pool
-        pool.run(compiled.cfunc, args_ptr, size, 8 if compiled.has_loops else 1)
+        cpu_state(config.num_threads).pool.run(compiled.cfunc, args_ptr, size, 8 if compiled.has_loops else 1)
     if compiled.has_print:
         _flush_c_stdout()
     if token is not None:
