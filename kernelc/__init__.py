@@ -18,13 +18,16 @@ from kernelc.frontend.decorators import kernel, func  # noqa: E402
 from kernelc.frontend.special import tid, static, printf  # noqa: E402
 from kernelc.builtins import BUILTINS as _BUILTINS  # noqa: E402
 
-globals().update({name: entry for name, entry in _BUILTINS.items()})
+globals().update({name: entry for name, entry in _BUILTINS.items() if entry.public})
 
 # ---- vectors, matrices, quaternions, transforms, structs ---------------------------------
 from kernelc.types_vec import TYPES as _VEC_TYPES, vector, matrix  # noqa: E402
 from kernelc.frontend.construct import identity  # noqa: E402
 from kernelc.frontend.struct import struct  # noqa: E402
 from kernelc.frontend.generic import overload  # noqa: E402
+from kernelc.frontend.hash_grid_forms import (  # noqa: E402
+    hash_grid_point_id, hash_grid_query, hash_grid_query_next,
+)
 
 globals().update(_VEC_TYPES)
 
@@ -51,6 +54,7 @@ from kernelc.runtime.streams import (  # noqa: E402
     ScopedStream, Stream, get_stream, set_stream, synchronize_stream, wait_stream,
 )
 from kernelc.runtime.graph import ScopedCapture, capture_launch  # noqa: E402
+from kernelc.spatial.hash_grid import HashGrid  # noqa: E402
 
 # ---- timing and profiling ----------------------------------------------------------------
 from kernelc.timing.flags import (  # noqa: E402
@@ -68,3 +72,16 @@ from kernelc.timing.history import (  # noqa: E402
 )
 from kernelc.timing.nvtx import profile_enable, profile_mark, profile_range  # noqa: E402
 from kernelc.timing.trace import trace_begin, trace_end, trace_export  # noqa: E402
+
+
+def __getattr__(name: str):
+    # Loaded on first use: each defines kernels, which import-time should not pay for.
+    if name == "utils":
+        import kernelc.utils as utils
+
+        return utils
+    if name == "HashGridQuery":
+        from kernelc.spatial.hash_grid_lang import HashGridQuery
+
+        return HashGridQuery
+    raise AttributeError(f"module 'kernelc' has no attribute {name!r}")

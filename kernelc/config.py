@@ -17,7 +17,32 @@ def _default_cache_dir() -> str:
 
 
 class Config:
-    """`kc.config`: plain attributes a user may set at any time."""
+    """`kc.config`: plain attributes a user may set at any time.
+
+    Environment variables give some of the defaults; they are read once, when kernelc is
+    imported.
+
+    Attributes:
+        mode (str): `"release"` or `"debug"` (bounds checks and `assert` compiled in).
+            Default from `KERNELC_MODE`.
+        log_level (str): `"warning"` or `"debug"` (messages about each compile);
+            `verbose = True` is a shorthand for `"debug"`.
+        kernel_cache_dir (str): Where compiled kernels are cached on disk (default
+            `KERNELC_CACHE_DIR`, else `$XDG_CACHE_HOME/kernelc/<version>`).
+        cache_kernels (bool): Use the disk cache (`KERNELC_NO_CACHE=1` turns it off).
+        lineinfo (bool): CUDA: `-lineinfo`, so profilers map instructions to Python lines.
+        line_directives (bool): CUDA, with `lineinfo`: emit `#line` directives pointing
+            at the Python source.
+        compile_time_trace (bool): Record compile phases as trace events (see
+            `trace_export`).
+        max_unroll (int): Warp's loop-unrolling limit, accepted for compatibility (kernelc
+            leaves unrolling to LLVM).
+        num_threads (int): CPU worker threads for large launches (default
+            `KERNELC_NUM_THREADS`, else the number of cores).
+        dump_ir (bool): Print the IR after each pass (`KERNELC_DUMP_IR=1`).
+        quiet (bool): Accepted for compatibility with Warp's `config.quiet` (kernelc
+            prints no start-up banner).
+    """
 
     def __init__(self) -> None:
         self.mode: str = os.environ.get("KERNELC_MODE", "release")  # "release" | "debug"
@@ -36,6 +61,7 @@ class Config:
 
     @property
     def verbose(self) -> bool:
+        """Whether `log_level` is `"debug"`; setting it switches between debug and warning."""
         return self.log_level == "debug"
 
     @verbose.setter

@@ -13,6 +13,8 @@ from kernelc.builtins import BUILTINS
 def render() -> str:
     groups: dict[str, list] = {}
     for b in BUILTINS.values():
+        if not b.public:
+            continue
         groups.setdefault(b.group, []).append(b)
     lines = [
         "# Builtins",

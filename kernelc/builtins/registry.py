@@ -57,6 +57,8 @@ class Builtin:
     group: str
     doc: str
     overloads: tuple[Overload, ...]
+    # Internal builtins serve kernelc's own library funcs: not exported, not documented.
+    public: bool = True
 
     def overload_for(self, nargs: int) -> Overload | None:
         for ov in self.overloads:
@@ -84,7 +86,7 @@ def register(
 ) -> Builtin:
     if name in BUILTINS:
         raise ValueError(f"builtin {name} registered twice")
-    entry = Builtin(name, group, doc, tuple(overloads))
+    entry = Builtin(name, group, doc, tuple(overloads), public)
     BUILTINS[name] = entry
     return entry
 

@@ -17,6 +17,7 @@ import numpy as np
 from kernelc import types as T
 from kernelc.codegen.cuda_builtins import lower_math
 from kernelc.codegen.cuda_types import (
+    STORAGE_C,
     VALUE_C,
     UnsupportedError,
     element_type,
@@ -251,6 +252,12 @@ def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
     return f"kc_atomic_{op.attr}{suffix}({address}, {em.name(value)})"
 
 
+def _load_address(em: FunctionEmitter, op: ir.Op) -> str:
+    address, index = (em.name(a) for a in op.args)
+    stored = STORAGE_C[op.result.type.name]
+    return from_storage(f"((const {stored}*)({address}))[{index}]", op.result.type)
+
+
 def _local_load(em: FunctionEmitter, op: ir.Op) -> str:
     slot: ir.Slot = op.attr
     index = em.name(op.args[0])
@@ -306,6 +313,7 @@ OP_EMITTERS: dict[OpCode, OpEmitter] = {
     OpCode.ARRAY_SHAPE: _array_shape,
     OpCode.ATOMIC: _atomic,
     OpCode.LOCAL_LOAD: _local_load,
+    OpCode.LOAD_ADDRESS: _load_address,
     OpCode.CALL: _call,
     OpCode.CALL_FUNC: _call_func,
     OpCode.EXTRACT: _extract,

@@ -111,6 +111,13 @@ class _ModuleState:
         return self._strings[text]
 
 
+def _launch_ndim(fn: ir.Function) -> int:
+    """The launch dimensionality the kernel's tid() calls unpack (0 if none say)."""
+    found = {s.attr[1] for s in ir.walk(fn.body)
+             if isinstance(s, ir.Op) and s.opcode == OpCode.TID}
+    return found.pop() if len(found) == 1 else 0
+
+
 def _return_type(fn: ir.Function) -> ll.Type:
     if not fn.return_types:
         return ll.VoidType()
@@ -151,31 +158,82 @@ class FunctionEmitter:
             mem = b.load(ptr, typ=llvm_type(p.type, memory=True))
             self.values[p.id] = ops.from_memory(b, mem, p.type)
         self.alloc_slots()
+        ndim = _launch_ndim(self.fn)
+        if ndim >= 2:
+            self.emit_rows(start, end, ndim)
+        else:
+            self.emit_threads(b.trunc(start, I32), b.trunc(end, I32), None)
+        self.b.ret_void()
+
+    def emit_threads(self, first: ll.Value, stop: ll.Value, parts: list | None) -> None:
+        """The loop over threads [first, stop): the kernel body once per thread.
+
+        `parts` gives the outer tid() components of a multi-dimensional launch (the last one
+        is this loop's counter); None for a 1-d launch.
+        """
+        b, f = self.b, self.llfn
+        before = b.block
         cond_bb = f.append_basic_block("thread.cond")
         body_bb = f.append_basic_block("thread.body")
         latch_bb = f.append_basic_block("thread.next")
-        exit_bb = f.append_basic_block("exit")
+        exit_bb = f.append_basic_block("thread.exit")
         # The thread counter is 32-bit (launches stay below 2**31 threads, tid() is an int):
         # with nsw increments LLVM's scalar evolution sees affine indices and vectorises.
-        start32, end32 = b.trunc(start, I32), b.trunc(end, I32)
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
-        tid = b.phi(I32, "tid")
-        tid.add_incoming(start32, self.entry_block)
-        b.cbranch(b.icmp_signed("<", tid, end32), body_bb, exit_bb)
+        counter = b.phi(I32, "tid")
+        counter.add_incoming(first, before)
+        b.cbranch(b.icmp_signed("<", counter, stop), body_bb, exit_bb)
         b.position_at_end(body_bb)
-        self.tid = tid
+        if parts is None:
+            self.tid, self.tid_parts = counter, None
+        else:
+            row_base, outer = parts
+            self.tid = b.add(row_base, counter, flags=["nsw"])
+            self.tid_parts = [*outer, counter]
         self.thread_exit = latch_bb
         self.zero_slots()
         self.emit_block(self.fn.body)
         if not b.block.is_terminated:
             b.branch(latch_bb)
         b.position_at_end(latch_bb)
-        nxt = b.add(tid, I32(1), flags=["nsw"])
-        tid.add_incoming(nxt, latch_bb)
+        counter.add_incoming(b.add(counter, I32(1), flags=["nsw"]), latch_bb)
         b.branch(cond_bb)
         b.position_at_end(exit_bb)
-        b.ret_void()
+
+    def emit_rows(self, start: ll.Value, end: ll.Value, ndim: int) -> None:
+        """A multi-dimensional launch as rows: the inner loop runs along the last dimension
+        with tid()'s last component as its counter, so it vectorises like a 1-d launch; the
+        other components are divided out once per row, not once per thread."""
+        b, f = self.b, self.llfn
+        dims = [b.trunc(b.load(b.gep(self.ctx, [I32(0), I32(0), I32(k)],
+                                     source_etype=self.state.args_type), typ=I64), I32)
+                for k in range(ndim)]
+        width = dims[-1]
+        start32, end32 = b.trunc(start, I32), b.trunc(end, I32)
+        before = b.block
+        cond_bb = f.append_basic_block("row.cond")
+        body_bb = f.append_basic_block("row.body")
+        exit_bb = f.append_basic_block("row.exit")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        t = b.phi(I32, "row.t")  # the linear index of the row's first thread
+        t.add_incoming(start32, before)
+        b.cbranch(b.icmp_signed("<", t, end32), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        row = b.sdiv(t, width)
+        col = b.srem(t, width)
+        row_base = b.mul(row, width, flags=["nsw"])
+        row_end = b.add(row_base, width, flags=["nsw"])
+        row_end = b.select(b.icmp_signed("<", row_end, end32), row_end, end32)
+        outer, rest = [], row
+        for k in range(ndim - 2, -1, -1):  # row = index over dims[:-1], row-major
+            outer.insert(0, b.srem(rest, dims[k]))
+            rest = b.sdiv(rest, dims[k])
+        self.emit_threads(col, b.sub(row_end, row_base), (row_base, outer))
+        t.add_incoming(row_end, b.block)
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)
 
     def emit_func(self) -> None:
         f = self.state.funcs[self.fn.name]
@@ -183,6 +241,7 @@ class FunctionEmitter:
         self.entry_block = f.append_basic_block("entry")
         self.b = ll.IRBuilder(self.entry_block)
         self.ctx, self.tid = f.args[0], f.args[1]
+        self.tid_parts = None
         for p, a in zip(self.fn.params, f.args[2:]):
             self.values[p.id] = a
         self.thread_exit = None
@@ -451,6 +510,8 @@ def _op_tid(e: FunctionEmitter, s: ir.Op):
     b = e.b
     axis, ndim = s.attr
     linear = e.tid
+    if ndim > 0 and e.tid_parts is not None and len(e.tid_parts) == ndim:
+        return e.tid_parts[axis]
     if ndim > 0:
         linear = b.zext(linear, I64)
         dims = [
@@ -468,6 +529,17 @@ def _op_array_load(e: FunctionEmitter, s: ir.Op):
     ptr = e.element_ptr(s.args[0], s.args[1:], s.loc)
     dtype = s.args[0].type.dtype
     return ops.from_memory(e.b, e.b.load(ptr, typ=llvm_type(dtype, memory=True)), dtype)
+
+
+def _op_load_address(e: FunctionEmitter, s: ir.Op):
+    address, index = (e.v(a) for a in s.args)
+    t = s.result.type
+    element = llvm_type(t, memory=True)
+    base = e.b.inttoptr(address, PTR)
+    if s.args[1].type.bits < 64:
+        index = (e.b.zext if s.args[1].type.kind == "uint" else e.b.sext)(index, I64)
+    ptr = e.b.gep(base, [index], source_etype=element)
+    return ops.from_memory(e.b, e.b.load(ptr, typ=element), t)
 
 
 def _op_array_shape(e: FunctionEmitter, s: ir.Op):
@@ -541,7 +613,7 @@ _OPS = {
     OpCode.LOAD_SLOT: _op_load_slot, OpCode.TID: _op_tid, OpCode.ARRAY_LOAD: _op_array_load,
     OpCode.ARRAY_SHAPE: _op_array_shape, OpCode.ATOMIC: _op_atomic,
     OpCode.LOCAL_LOAD: _op_local_load, OpCode.CALL: _op_call, OpCode.CALL_FUNC: _op_call_func,
-    OpCode.EXTRACT: _op_extract,
+    OpCode.EXTRACT: _op_extract, OpCode.LOAD_ADDRESS: _op_load_address,
 }
 _OPS.update(llvm_aggregate.OPS)  # BUILD / EXTRACT / INSERT (+ dynamic index) on aggregates
 _OPS.update({op: _op_binary for op in ir.BINARY_OPS})

@@ -215,6 +215,10 @@ class FunctionLowerer(AggregateLowering, ConstructLowering, ExprLowering, StmtLo
         args = [self.as_val(self.visit(a), a) for a in node.args]
         if node.keywords:
             raise KernelError("keyword arguments are not supported in func calls")
+        return self.call_func(obj, args)
+
+    def call_func(self, obj, args: list[Val]):
+        """Calls the @func `obj` with lowered arguments: a Val, a TupleVal, or PyObj(None)."""
         obj, param_types = obj.resolve([a.type for a in args], [a.weak for a in args])
         coerced = tuple(self.coerce(a, t).value for a, t in zip(args, param_types))
         callee = self.ctx.lower_func(obj, param_types, self.b.loc)

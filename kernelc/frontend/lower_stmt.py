@@ -152,8 +152,12 @@ class StmtLowering:
         if node.orelse:
             raise KernelError("for ... else is not supported in kernels")
         call = node.iter
+        if isinstance(call, ast.Call) and self.is_query(call.func):
+            from kernelc.frontend.hash_grid_forms import lower_query_loop
+
+            return lower_query_loop(self, node)
         if not (isinstance(call, ast.Call) and self.is_range(call.func)):
-            raise KernelError("kernels can only loop over range(...)")
+            raise KernelError("kernels can only loop over range(...) or a hash_grid_query(...)")
         if call.keywords or not 1 <= len(call.args) <= 3:
             raise KernelError("range() takes 1 to 3 positional arguments")
         bounds = [self.as_val(self.visit(a), a) for a in call.args]
@@ -244,3 +248,8 @@ class StmtLowering:
     def is_range(self, func_node: ast.expr) -> bool:
         callee = self.visit(func_node)
         return isinstance(callee, PyObj) and callee.obj is range
+
+    def is_query(self, func_node: ast.expr) -> bool:
+        callee = self.visit(func_node)
+        return isinstance(callee, PyObj) and getattr(
+            callee.obj, "_kc_special", None) == "hash_grid_query"

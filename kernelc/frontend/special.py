@@ -150,9 +150,10 @@ def _range(lowerer, node: ast.Call):
 @cache
 def _handlers():
     from kernelc.frontend.construct import SPECIAL_FORMS
+    from kernelc.frontend.hash_grid_forms import SPECIAL_FORMS as HASH_GRID_FORMS
 
     return {"tid": _tid, "static": _static, "print": _print, "printf": _printf, "zeros": _zeros,
-            "len": _len, "range": _range, **SPECIAL_FORMS}
+            "len": _len, "range": _range, **SPECIAL_FORMS, **HASH_GRID_FORMS}
 
 
 _PYTHON_SPECIALS = {print: "print", len: "len", range: "range"}

@@ -57,6 +57,8 @@ class OpCode(enum.Enum):
     INSERT = "insert"  # args: (aggregate, value); attr: index; a copy with one element replaced
     EXTRACT_DYN = "extract_dyn"  # args: (aggregate, int index); index out of range -> element 0
     INSERT_DYN = "insert_dyn"  # args: (aggregate, int index, value); out of range -> unchanged
+    # Runtime data structures (hash grids) that kernels receive as a uint64 id:
+    LOAD_ADDRESS = "load_address"  # args: (uint64 address, int index); element `index` of a scalar
 
 
 BINARY_OPS = frozenset(

@@ -65,5 +65,12 @@ def _verify_op(fn: ir.Function, s: ir.Op, slots: set, func_names: set[str]) -> N
         raise IRVerifyError(f"{fn.name}: comparison must give bool")
     if s.opcode == ir.OpCode.LOAD_SLOT and s.attr.id not in slots:
         raise IRVerifyError(f"{fn.name}: load of unknown slot {s.attr!r}")
+    if s.opcode == ir.OpCode.LOAD_ADDRESS:
+        address, index = s.args
+        if address.type != T.uint64 or not (isinstance(index.type, T.ScalarType)
+                                             and index.type.is_int):
+            raise IRVerifyError(f"{fn.name}: load_address needs (uint64, int) operands")
+        if not isinstance(s.result.type, T.ScalarType) or s.result.type == T.bool_:
+            raise IRVerifyError(f"{fn.name}: load_address gives a scalar")
     if s.opcode == ir.OpCode.CALL_FUNC and s.attr not in func_names:
         raise IRVerifyError(f"{fn.name}: call of unknown func {s.attr}")

@@ -54,14 +54,14 @@ class array:
         ndim: Number of dimensions (for annotations; checked against data or shape).
 
     Attributes:
-        ptr: Address of element 0 (int), None for a type-only array.
-        shape: Tuple of dimension sizes.
-        strides: Tuple of byte strides, one per dimension.
-        dtype: The kernelc element type.
-        ndim: Number of dimensions.
-        size: Number of elements.
-        capacity: Bytes of memory the array spans (or was allocated with).
-        device: The Device the memory is on.
+        ptr (int | None): Address of element 0, None for a type-only array.
+        shape (tuple[int, ...]): Tuple of dimension sizes.
+        strides (tuple[int, ...]): Tuple of byte strides, one per dimension.
+        dtype (Type): The kernelc element type.
+        ndim (int): Number of dimensions.
+        size (int): Number of elements.
+        capacity (int): Bytes of memory the array spans (or was allocated with).
+        device (Device): The Device the memory is on.
     """
 
     # Class-level defaults keep repr() working on an object whose __init__ raised.

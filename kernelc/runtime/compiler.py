@@ -1,4 +1,11 @@
-"""From a kernel specialisation to loaded machine code, through the memory and disk caches."""
+"""From a kernel specialisation to loaded machine code, through the memory and disk caches.
+
+A CPU kernel's disk entries are keyed by a hash of kernelc's IR, the host target (see
+`hostinfo.py`) and kernelc's version: `<key>.o`, the object code and its metadata, which
+the LLVM JIT loads; and `<key>.so`, the same code linked into a shared library in the
+background after a compile (see `native.py`). A warm start computes the key, dlopens the
+library and takes the entry's address: it never starts LLVM nor imports the code generator.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +13,21 @@ import functools
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kernelc import types as T
-from kernelc.codegen.llvm import LlvmOptions, emit_llvm
 from kernelc.config import config
 from kernelc.errors import Loc
 from kernelc.ir import nodes as ir
 from kernelc.ir.passes import run_pipeline
 from kernelc.ir.printer import format_module
 from kernelc.runtime.cache import DiskCache, cache_key
-from kernelc.runtime.cpu import KERNEL_CFUNC, CpuKernel, args_ctype, cpu_state
+from kernelc.runtime.cpu import KERNEL_CFUNC, CpuKernel, CpuState, args_ctype, cpu_state
+from kernelc.runtime.native import LIBRARY_EXT, NO_LINK_EXT, LinkJob
+
+OBJECT_EXT = "o"
 
 
 def ir_hash(module: ir.Module, *options: Any) -> str:
@@ -31,13 +41,45 @@ def optimized_ir(kernel, arg_types: tuple[T.Type, ...]) -> ir.Module:
     return run_pipeline(module, dump=config.dump_ir)
 
 
-def cpu_options(private_atomics: bool = True) -> LlvmOptions:
-    jit = cpu_state(config.num_threads).jit
+@dataclass(frozen=True)
+class CpuOptions:
+    """A CPU kernel's code generation options (those of `codegen.llvm.LlvmOptions`).
+
+    Kept apart from the code generator so that keying a kernel does not import it: a warm
+    start never generates LLVM IR.
+    """
+
+    debug: bool = False
+    vector_width: int = 512
+    private_atomics: bool = True
+
+    def llvm(self):
+        from kernelc.codegen.llvm import LlvmOptions
+
+        return LlvmOptions(debug=self.debug, vector_width=self.vector_width,
+                           private_atomics=self.private_atomics)
+
+
+def cpu_options(private_atomics: bool = True) -> CpuOptions:
+    host = cpu_state(config.num_threads).host(config.kernel_cache_dir)
     # 512-bit vectors where the CPU has them: kernels are mostly streaming loops, and
     # LLVM's default of 256 bits halves their width for no gain here.
-    return LlvmOptions(debug=config.mode == "debug",
-                       vector_width=512 if jit.has_avx512 else 256,
-                       private_atomics=private_atomics)
+    return CpuOptions(debug=config.mode == "debug",
+                      vector_width=512 if host.has_avx512 else 256,
+                      private_atomics=private_atomics)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """Machine code in memory, from a library, a cached object or a compile."""
+
+    address: int
+    check_locs: tuple[Loc, ...]
+    has_print: bool
+    binary_fn: Callable[[], bytes]
+    cache: str  # "disk" | "miss"
+    phase: str  # what the backend time was spent on (for the trace)
+    codegen_end: float  # perf_counter() when the key was known / the LLVM IR was generated
 
 
 def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
@@ -55,41 +97,91 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
     module = optimized_ir(kernel, arg_types)
     digest = ir_hash(module, options)
     entry = f"kc_{module.kernel.name}_{digest[:16]}"
+    host = state.host(config.kernel_cache_dir)
     # The disk key hashes kernelc's own IR, so a warm start skips LLVM IR generation too.
-    key = cache_key(digest, entry, state.jit.target_id, __version__)
-    disk = DiskCache(config.kernel_cache_dir)
-    payload = disk.load(key, "o") if config.cache_kernels else None
-    cached = _unpack_object(payload) if payload is not None else None
-    t1 = time.perf_counter()
-    cache = "disk"
-    if cached is None:
-        source = emit_llvm(module, entry, options)
-        t1 = time.perf_counter()
-        binary = state.jit.compile(source.text)
-        cache = "miss"
-        cached = (binary, source.check_locs, source.has_print)
-        if config.cache_kernels:
-            disk.store(key, "o", _pack_object(*cached))
-    binary, check_locs, has_print = cached
-    address = state.jit.load(binary, entry)
-    t2 = time.perf_counter()
+    key = cache_key(digest, entry, host.target_id, __version__)
+    disk = DiskCache(config.kernel_cache_dir) if config.cache_kernels else None
+    loaded = _load_cached(state, disk, key, entry, module, options) if disk else None
+    if loaded is None:
+        if state.jit.host != host:  # the remembered host target was not LLVM's: re-key
+            return get_cpu_kernel(kernel, arg_types, private_atomics)
+        loaded = _compile(state, disk, key, entry, module, options)
+    t1, t2 = loaded.codegen_end, time.perf_counter()
     compiled = CpuKernel(
-        name=kernel.__name__, entry=entry, hash=key, cfunc=KERNEL_CFUNC(address),
-        args_type=args_ctype(arg_types), params=arg_types, check_locs=check_locs,
-        has_print=has_print, has_loops=_has_loops(module),
+        name=kernel.__name__, entry=entry, hash=key, cfunc=KERNEL_CFUNC(loaded.address),
+        args_type=args_ctype(arg_types), params=arg_types, check_locs=loaded.check_locs,
+        has_print=loaded.has_print, has_loops=_has_loops(module),
         private_params=_private(module, options),
         source_fn=functools.partial(_llvm_text, module, entry, options),
-        binary=binary, codegen_time=(t1 - t0) * 1e3, backend_time=(t2 - t1) * 1e3, cache=cache,
+        binary_fn=loaded.binary_fn, codegen_time=(t1 - t0) * 1e3,
+        backend_time=(t2 - t1) * 1e3, cache=loaded.cache,
     )
-    _trace_compile(kernel.__name__, cache, t0, t1, t2)
+    _trace_compile(kernel.__name__, loaded, t0, t1, t2)
     if config.log_level == "debug":
-        how = "compiled" if cache == "miss" else "cached"
+        how = "compiled" if loaded.cache == "miss" else "cached"
         print(f"Module {kernel.key} load on device 'cpu' took {(t2 - t0) * 1e3:.2f} ms  ({how})")
     kernel.compiled[mem_key] = compiled
     return compiled
 
 
-def _trace_compile(name: str, cache: str, t0: float, t1: float, t2: float) -> None:
+def _load_cached(state: CpuState, disk: DiskCache, key: str, entry: str, module: ir.Module,
+                 options: CpuOptions) -> _Loaded | None:
+    """The kernel from the disk cache: its shared library (no LLVM), else its object (JIT)."""
+    t1 = time.perf_counter()
+    found = disk.load_image(key, LIBRARY_EXT)
+    meta = _unpack_meta(found[1]) if found is not None else None
+    if meta is not None:
+        try:
+            address = state.libraries.address(found[0], entry)
+        except OSError:  # not loadable here: use the object, and do not link it again
+            disk.discard(key, LIBRARY_EXT)
+            disk.store(key, NO_LINK_EXT, b"dlopen failed")
+        else:
+            binary_fn = functools.partial(_object_code, state, disk, key, entry, module, options)
+            return _Loaded(address, *meta, binary_fn, "disk", "load shared library", t1)
+    elif found is not None:
+        disk.discard(key, LIBRARY_EXT)
+    payload = disk.load(key, OBJECT_EXT)
+    cached = _unpack_object(payload) if payload is not None else None
+    if cached is None:
+        return None
+    binary, check_locs, has_print = cached
+    address = state.jit.load(binary, entry)
+    if not disk.exists(key, LIBRARY_EXT) and not disk.exists(key, NO_LINK_EXT):
+        state.linker.submit(LinkJob(disk.directory, key, binary, _pack_meta(check_locs, has_print)))
+    return _Loaded(address, check_locs, has_print, lambda: binary, "disk", "load cached object", t1)
+
+
+def _compile(state: CpuState, disk: DiskCache | None, key: str, entry: str, module: ir.Module,
+             options: CpuOptions) -> _Loaded:
+    """LLVM IR -> object code, stored (and linked in the background), loaded into the JIT."""
+    from kernelc.codegen.llvm import emit_llvm
+    from kernelc.runtime.hostinfo import remember
+
+    source = emit_llvm(module, entry, options.llvm())
+    t1 = time.perf_counter()
+    binary = state.jit.compile(source.text)
+    if disk is not None:
+        meta = _pack_meta(source.check_locs, source.has_print)
+        disk.store(key, OBJECT_EXT, _pack_object(binary, meta))
+        remember(str(disk.directory), state.jit.host)  # lets the next process skip LLVM
+        state.linker.submit(LinkJob(disk.directory, key, binary, meta))
+    address = state.jit.load(binary, entry)
+    return _Loaded(address, source.check_locs, source.has_print, lambda: binary, "miss",
+                   "llvm compile", t1)
+
+
+def _object_code(state: CpuState, disk: DiskCache, key: str, entry: str, module: ir.Module,
+                 options: CpuOptions) -> bytes:
+    """A library-loaded kernel's object code (for `kc.compile`): the cached entry, or rebuilt."""
+    payload = disk.load(key, OBJECT_EXT)
+    cached = _unpack_object(payload) if payload is not None else None
+    if cached is not None:
+        return cached[0]
+    return state.jit.compile(_llvm_text(module, entry, options))
+
+
+def _trace_compile(name: str, loaded: _Loaded, t0: float, t1: float, t2: float) -> None:
     from kernelc.timing.trace import active_sink
 
     sink = active_sink()
@@ -97,12 +189,11 @@ def _trace_compile(name: str, cache: str, t0: float, t1: float, t2: float) -> No
         return
     # perf_counter and perf_counter_ns share one clock: seconds -> ns keeps events aligned.
     a, b, c = (int(t * 1e9) for t in (t0, t1, t2))
-    sink.event(f"codegen {name}", "compile", a, b, {"cache": cache})
-    phase = "llvm compile" if cache == "miss" else "load cached object"
-    sink.event(f"{phase} {name}", "compile", b, c, {"cache": cache})
+    sink.event(f"codegen {name}", "compile", a, b, {"cache": loaded.cache})
+    sink.event(f"{loaded.phase} {name}", "compile", b, c, {"cache": loaded.cache})
 
 
-def _private(module: ir.Module, options: LlvmOptions) -> frozenset[int]:
+def _private(module: ir.Module, options: CpuOptions) -> frozenset[int]:
     if not options.private_atomics:
         return frozenset()
     from kernelc.ir.analysis import thread_private_params
@@ -110,25 +201,34 @@ def _private(module: ir.Module, options: LlvmOptions) -> frozenset[int]:
     return thread_private_params(module.kernel)
 
 
-def _llvm_text(module: ir.Module, entry: str, options: LlvmOptions) -> str:
-    return emit_llvm(module, entry, options).text
+def _llvm_text(module: ir.Module, entry: str, options: CpuOptions) -> str:
+    from kernelc.codegen.llvm import emit_llvm
+
+    return emit_llvm(module, entry, options.llvm()).text
 
 
-def _pack_object(binary: bytes, check_locs, has_print: bool) -> bytes:
-    meta = json.dumps({"has_print": has_print,
-                       "check_locs": [[c.file, c.line, c.col, c.end_col] for c in check_locs]})
-    head = meta.encode()
-    return len(head).to_bytes(4, "little") + head + binary
+def _pack_meta(check_locs: tuple[Loc, ...], has_print: bool) -> bytes:
+    return json.dumps({"has_print": has_print,
+                       "check_locs": [[c.file, c.line, c.col, c.end_col] for c in check_locs]
+                       }).encode()
 
 
-def _unpack_object(payload: bytes):
+def _unpack_meta(meta: bytes) -> tuple[tuple[Loc, ...], bool] | None:
     try:
-        n = int.from_bytes(payload[:4], "little")
-        meta = json.loads(payload[4:4 + n])
-        locs = tuple(Loc(*c) for c in meta["check_locs"])
-        return payload[4 + n:], locs, bool(meta["has_print"])
+        fields = json.loads(meta)
+        return tuple(Loc(*c) for c in fields["check_locs"]), bool(fields["has_print"])
     except (ValueError, KeyError, TypeError):
         return None  # not ours: recompile
+
+
+def _pack_object(binary: bytes, meta: bytes) -> bytes:
+    return len(meta).to_bytes(4, "little") + meta + binary
+
+
+def _unpack_object(payload: bytes) -> tuple[bytes, tuple[Loc, ...], bool] | None:
+    n = int.from_bytes(payload[:4], "little")
+    meta = _unpack_meta(payload[4:4 + n])
+    return None if meta is None else (payload[4 + n:], *meta)
 
 
 def _has_loops(module: ir.Module) -> bool:

@@ -1,47 +1,61 @@
-"""The CPU backend's runtime: one LLVM JIT engine per process and a pool of worker threads."""
+"""The CPU backend's runtime: the LLVM JIT (started only when needed), kernel libraries
+loaded with dlopen, and a pool of worker threads."""
 
 from __future__ import annotations
 
 import ctypes
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernelc import types as T
 from kernelc.errors import Loc
+from kernelc.runtime.hostinfo import HostTarget, resolve_host
+from kernelc.runtime.native import Libraries, Linker
 
 KERNEL_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
 class CpuJit:
-    """Compiles LLVM IR for the host CPU and loads object code into one MCJIT engine."""
+    """Compiles LLVM IR for the host CPU and loads object code into MCJIT, one engine each.
+
+    Objects are position-independent (`reloc="pic"`) so that the same object also links
+    into the shared library a warm start dlopens, and use the large code model, so that
+    every reference is 64-bit wherever MCJIT puts the sections. Each object gets its own
+    engine: MCJIT resolves a second large-model PIC object's GOT references against the
+    first object's GOT (wrong results), which one RuntimeDyld per object rules out.
+    """
 
     def __init__(self) -> None:
-        import llvmlite  # imported here: loading LLVM costs ~35 ms, paid at the first compile
-        import llvmlite.binding as llvm
+        import llvmlite.binding as llvm  # loading LLVM costs ~35 ms, paid only when needed
 
         self.llvm = llvm
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_default_triple()
+        self.target = llvm.Target.from_default_triple()
         self.cpu_name = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self.tm = target.create_target_machine(
-            cpu=self.cpu_name, features=self.features, opt=3, jit=True
-        )
-        self.triple = target.triple
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.tm)
+        self.tm = self._target_machine()
+        self.triple = self.target.triple
         self.lock = threading.Lock()
+        self._engines: list = []  # kept alive: they own the loaded code
         self._loaded: dict[str, int] = {}
-        self.target_id = "|".join(
-            (self.triple, self.cpu_name, self.features, llvmlite.__version__,
-             ".".join(map(str, llvm.llvm_version_info)))
+        self.host = HostTarget.from_llvm(llvm, self.triple, self.cpu_name, self.features)
+
+    def _target_machine(self):
+        return self.target.create_target_machine(
+            cpu=self.cpu_name, features=self.features, opt=3, jit=True, reloc="pic",
+            codemodel="jitdefault",
         )
 
     @property
+    def target_id(self) -> str:
+        return self.host.target_id
+
+    @property
     def has_avx512(self) -> bool:
-        return "+avx512f" in self.features
+        return self.host.has_avx512
 
     def compile(self, text: str) -> bytes:
         """LLVM IR text -> optimised object code for this CPU."""
@@ -68,15 +82,20 @@ class CpuJit:
         return str(mod)
 
     def load(self, obj: bytes, entry: str) -> int:
-        """Adds an object file to the engine (once per entry symbol); returns the address."""
+        """Loads an object file into a new engine (once per entry symbol); returns the address."""
+        llvm = self.llvm
         with self.lock:
             addr = self._loaded.get(entry)
             if addr is None:
-                self.engine.add_object_file(self.llvm.ObjectFileRef.from_data(obj))
-                self.engine.finalize_object()
-                addr = self.engine.get_function_address(entry)
+                # the engine owns its target machine, so each gets a fresh one (~0.4 ms)
+                engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
+                                                    self._target_machine())
+                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+                engine.finalize_object()
+                addr = engine.get_function_address(entry)
                 if not addr:
                     raise RuntimeError(f"kernel symbol {entry} not found in its object code")
+                self._engines.append(engine)
                 self._loaded[entry] = addr
             return addr
 
@@ -86,10 +105,12 @@ class ThreadPool:
 
     def __init__(self, num_threads: int):
         self.num_threads = max(1, num_threads)
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor = None  # a ThreadPoolExecutor once a launch is big enough
 
-    def _pool(self) -> ThreadPoolExecutor:
+    def _pool(self):
         if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor  # ~4 ms of imports, on demand
+
             self._executor = ThreadPoolExecutor(self.num_threads, thread_name_prefix="kernelc")
         return self._executor
 
@@ -108,20 +129,51 @@ class ThreadPool:
             f.result()
 
 
-@dataclass
 class CpuState:
-    jit: CpuJit
-    pool: ThreadPool
+    """The process's CPU backend: host target, JIT engine (on demand), libraries, pool."""
+
+    def __init__(self, num_threads: int) -> None:
+        self.pool = ThreadPool(num_threads)
+        self.linker = Linker()
+        self.libraries = Libraries()
+        self._lock = threading.Lock()
+        self._jit: CpuJit | None = None
+        self._host: HostTarget | None = None
+
+    @property
+    def jit_started(self) -> bool:
+        return self._jit is not None
+
+    @property
+    def jit(self) -> CpuJit:
+        """The LLVM JIT, started on first use: compiling, or loading an object file."""
+        if self._jit is None:
+            with self._lock:
+                if self._jit is None:
+                    jit = CpuJit()
+                    if self._host is not None and self._host != jit.host:
+                        self._host = None  # remembered wrongly: LLVM's own answer wins
+                    self._jit = jit
+        return self._jit
+
+    def host(self, cache_dir: str) -> HostTarget:
+        """The host target for cache keys: LLVM's answer, remembered in `cache_dir`."""
+        if self._host is None:
+            if self._jit is not None:
+                self._host = self._jit.host
+            else:
+                self._host = resolve_host(cache_dir, lambda: self.jit.host)
+        return self._host
 
 
 def cpu_state(num_threads: int) -> CpuState:
-    """The process's CPU JIT and pool (kept on the runtime object, built on first use)."""
+    """The process's CPU state (kept on the runtime object, built on first use)."""
     from kernelc.runtime.context import get_runtime
 
     rt = get_runtime()
     with rt.lock:
         if rt.cpu is None:
-            rt.cpu = CpuState(CpuJit(), ThreadPool(num_threads))
+            rt.cpu = CpuState(num_threads)
         elif rt.cpu.pool.num_threads != max(1, num_threads):
             rt.cpu.pool = ThreadPool(num_threads)
     return rt.cpu
@@ -189,7 +241,7 @@ def args_ctype(params: tuple[T.Type, ...]) -> type:
 
 @dataclass
 class CpuKernel:
-    """A kernel specialisation loaded into the CPU JIT, ready to launch."""
+    """A kernel specialisation loaded (JIT or shared library), ready to launch."""
 
     name: str
     entry: str
@@ -201,16 +253,19 @@ class CpuKernel:
     has_print: bool
     has_loops: bool
     private_params: frozenset[int]  # arrays whose atomics compiled to plain updates
-    source_fn: object  # () -> LLVM IR text, generated on demand (a cache hit never needs it)
-    binary: bytes
+    source_fn: Callable[[], str]  # LLVM IR text, generated on demand (a cache hit never needs it)
+    binary_fn: Callable[[], bytes]  # the object code, read (or rebuilt) on demand
     codegen_time: float
     backend_time: float
     cache: str
 
-
     @property
     def source(self) -> str:
         return self.source_fn()
+
+    @property
+    def binary(self) -> bytes:
+        return self.binary_fn()
 
 
 def default_threads() -> int:

@@ -27,9 +27,9 @@ from kernelc.codegen.cuda_layout import ERROR_SIZE, ArrayArg, ParamLayout
 from kernelc.runtime import cuda, cuda_module
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import ErrorRecord
-from kernelc.timing.flags import TIMING_KERNEL
 
 DEFAULT_BLOCK_DIM = 256
+from kernelc.runtime.launch import launch_activity  # noqa: E402
 from kernelc.timing.history import JitFlag  # noqa: E402
 
 _KERNEL_HISTORY_BIT = int(JitFlag.KernelHistory)
@@ -174,7 +174,7 @@ def run_cuda(cmd: CudaLaunch, stream: Any) -> None:
     rt = get_runtime()
     rec = rt.recorder
     history = rt.flags & _KERNEL_HISTORY_BIT
-    if (rec is None or not rec.wants(TIMING_KERNEL)) and not history:
+    if (rec is None or not rec.wants(launch_activity(cmd.kernel)[0])) and not history:
         _issue(cmd, handle)
     else:
         _issue_observed(cmd, info, stream, handle, rec, history)
@@ -198,8 +198,9 @@ def _issue_observed(cmd: CudaLaunch, info: Any, stream: Any, handle: Any, rec: A
     if stream is not None:
         info.current_stream = stream
     try:
-        token = rec.begin(cmd.device, f"forward kernel {cmd.kernel.__name__}",
-                          TIMING_KERNEL) if rec is not None and rec.wants(TIMING_KERNEL) else None
+        kind, name = launch_activity(cmd.kernel)
+        token = rec.begin(cmd.device, name, kind) if rec is not None and rec.wants(kind) \
+            else None
         events = None
         if history:
             events = (cuda.make_event(info.ordinal, True, False),
@@ -232,7 +233,8 @@ def _history_record(cmd: CudaLaunch, events: tuple[Any, Any]) -> dict[str, Any]:
     return history_entry(
         cmd.kernel.__name__, compiled.hash, str(cmd.device), cmd.dims, execution_time,
         compiled.codegen_time if fresh else 0.0, compiled.backend_time if fresh else 0.0,
-        compiled.cache, compiled.source, flops or 0, nbytes or 0)
+        compiled.cache, compiled.source, flops or 0, nbytes or 0,
+        type="builtin" if getattr(cmd.kernel, "is_builtin", False) else "kernel")
 
 
 def _check_error(cmd: CudaLaunch, handle: Any) -> None:

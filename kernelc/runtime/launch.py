@@ -15,7 +15,7 @@ from kernelc.config import config
 from kernelc.errors import KernelError, KernelRuntimeError, render_caret
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
-from kernelc.timing.flags import TIMING_KERNEL
+from kernelc.timing.flags import TIMING_KERNEL, TIMING_KERNEL_BUILTIN
 from kernelc.timing.history import JitFlag  # noqa: E402
 from kernelc.timing.trace import active_sink
 
@@ -180,8 +180,10 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
     rt = get_runtime()
     rec = rt.recorder
     token = None
-    if rec is not None and rec.wants(TIMING_KERNEL):
-        token = rec.begin(device, f"forward kernel {kernel.__name__}", TIMING_KERNEL)
+    if rec is not None:
+        kind, name = launch_activity(kernel)
+        if rec.wants(kind):
+            token = rec.begin(device, name, kind)
     history = rt.flags & _KERNEL_HISTORY_BIT
     trace = rt.trace if rt.trace is not None or not config.compile_time_trace else active_sink()
     t0 = time.perf_counter_ns() if (history or trace is not None) else 0
@@ -198,11 +200,23 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
         if history:
             rt.history.append(_history_record(kernel, compiled, dims, device, (t1 - t0) / 1e6))
         if trace is not None:
-            trace.event(f"forward kernel {kernel.__name__}", "launch", t0, t1,
+            trace.event(launch_activity(kernel)[1], "launch", t0, t1,
                            {"dim": list(dims), "device": str(device)})
     compiled.cache = "memory"  # later launches find it in memory
     if error.code:
         _raise_kernel_error(kernel, compiled, error)
+
+
+def launch_activity(kernel) -> tuple[int, str]:
+    """The activity kind and name a launch of `kernel` is reported under.
+
+    Kernels marked `is_builtin` (kernelc's own utility kernels, see `kernelc.utils`) are
+    `TIMING_KERNEL_BUILTIN` activities named "builtin kernel NAME", as Warp names its
+    internal kernels; all others are `TIMING_KERNEL` activities, "forward kernel NAME".
+    """
+    if getattr(kernel, "is_builtin", False):
+        return TIMING_KERNEL_BUILTIN, f"builtin kernel {kernel.__name__}"
+    return TIMING_KERNEL, f"forward kernel {kernel.__name__}"
 
 
 def _history_record(kernel, compiled: CpuKernel, dims, device, elapsed_ms: float) -> dict:
@@ -216,6 +230,7 @@ def _history_record(kernel, compiled: CpuKernel, dims, device, elapsed_ms: float
         "codegen_time": compiled.codegen_time if fresh else 0.0,
         "backend_time": compiled.backend_time if fresh else 0.0, "cache": compiled.cache, "ir": compiled.source,
         "flops": flops, "bytes": nbytes,
+        "type": "builtin" if getattr(kernel, "is_builtin", False) else "kernel",
     }
 
 

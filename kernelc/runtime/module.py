@@ -42,6 +42,8 @@ def load_module(module: Any = None, device: Any = None) -> None:
     from kernelc.runtime.device import get_device
 
     dev = get_device(device)
+    if module is None:  # as in Warp: the module that called load_module()
+        module = sys._getframe(1).f_globals.get("__name__", "__main__")
     for k in _kernels_of(module):
         if k.is_generic:
             continue
@@ -55,5 +57,5 @@ def load_module(module: Any = None, device: Any = None) -> None:
 
 def force_load(device: Any = None, modules: Any = None) -> None:
     """Loads the kernels of `modules` (default: `__main__`) on `device` before any launch."""
-    for m in modules if modules is not None else [None]:
+    for m in modules if modules is not None else ["__main__"]:
         load_module(m, device)

@@ -143,8 +143,8 @@ def kernel_history(types: Iterable[str] | None = None) -> list[dict[str, Any]]:
 
     Returns:
         One dict per launch, oldest first, with `name`, `hash`, `device`, `dim`,
-        `execution_time` (ms), `codegen_time` (ms), `backend_time` (ms), `cache`
-        ("memory" | "disk" | "miss"), `ir`, `flops` and `bytes`.
+            `execution_time` (ms), `codegen_time` (ms), `backend_time` (ms), `cache`
+            ("memory" | "disk" | "miss"), `ir`, `flops` and `bytes`.
     """
     rt = get_runtime()
     with rt.lock:

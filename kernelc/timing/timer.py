@@ -36,7 +36,7 @@ def _depth_change(delta: int) -> int:
 
 
 class ScopedTimer:
-    """Times a `with` block on the host and prints "<name> took <ms> ms" at its end.
+    """Times a `with` block on the host and prints `<name> took <ms> ms` at its end.
 
     Args:
         name: The label printed and used as the key in `dict`.

@@ -1,0 +1,135 @@
+"""Hash-grid queries in kernels: `hash_grid_query`, `hash_grid_query_next`, `hash_grid_point_id`.
+
+They are special forms because `hash_grid_query_next(query, index)` advances both of its
+variables in place, as in Warp, and `for index in hash_grid_query(...)` is a loop over a
+query. Each form calls a func of `kernelc.spatial.hash_grid_lang`, so the query itself is
+ordinary kernelc code that every backend compiles.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.frontend.builder import Val
+from kernelc.frontend.special import special
+from kernelc.ir import nodes as ir
+
+
+@special("hash_grid_query")
+def hash_grid_query(grid: int, point: Any, max_dist: float) -> Any:
+    """Starts a query of the points of `HashGrid` `grid` (its `.id`) in the cells overlapping
+    the sphere of radius `max_dist` around `point`; advance it with `hash_grid_query_next`,
+    or loop over it: `for index in hash_grid_query(grid, point, max_dist)`.
+    Candidates may lie farther than `max_dist`: test the distance yourself."""
+    raise RuntimeError("kernelc.hash_grid_query() can only be called inside a kernel")
+
+
+@special("hash_grid_query_next")
+def hash_grid_query_next(query: Any, index: int) -> bool:
+    """Moves `query` to its next point and stores that point's index in `index` (both must be
+    variables); returns False when no points remain."""
+    raise RuntimeError("kernelc.hash_grid_query_next() can only be called inside a kernel")
+
+
+@special("hash_grid_point_id")
+def hash_grid_point_id(grid: int, index: int) -> int:
+    """The original index of the point in sorted slot `index` of a built grid (-1 if the grid
+    was never built). Launching over `point_id(grid, tid())` visits points cell by cell."""
+    raise RuntimeError("kernelc.hash_grid_point_id() can only be called inside a kernel")
+
+
+def _lang():
+    from kernelc.spatial import hash_grid_lang
+
+    return hash_grid_lang
+
+
+def _grid_id(lowerer, node: ast.expr) -> Val:
+    v = lowerer.as_val(lowerer.visit(node), node)
+    if v.type == T.uint64 or (v.weak and isinstance(v.type, T.ScalarType) and v.type.is_int):
+        return lowerer.coerce(v, T.uint64)
+    raise KernelError(f"a hash grid is passed as its uint64 id (grid.id), got a {v.type!r}")
+
+
+def _query_value(lowerer, node: ast.Call) -> Val:
+    if node.keywords or len(node.args) != 3:
+        if len(node.args) == 4:
+            raise KernelError("grouped hash-grid queries are not supported")
+        raise KernelError("hash_grid_query() takes 3 arguments: (grid, point, max_dist)")
+    grid = _grid_id(lowerer, node.args[0])
+    point = lowerer.as_val(lowerer.visit(node.args[1]), node.args[1])
+    t = point.type
+    if not (isinstance(t, T.VectorType) and t.length == 3 and t.dtype in (T.float32, T.float64)):
+        raise KernelError(f"hash_grid_query() needs a vec3 or vec3d point, got {t!r}")
+    radius = lowerer.as_val(lowerer.visit(node.args[2]), node.args[2])
+    if not (isinstance(radius.type, T.ScalarType) and (radius.weak or radius.type == t.dtype)):
+        raise KernelError(f"hash_grid_query() needs a {t.dtype!r} max_dist, got {radius.type!r}")
+    radius = lowerer.coerce(radius, t.dtype)
+    start = _lang().query_f32 if t.dtype == T.float32 else _lang().query_f64
+    return lowerer.call_func(start, [grid, point, radius])
+
+
+def _query(lowerer, node: ast.Call) -> Val:
+    return _query_value(lowerer, node)
+
+
+def _query_next(lowerer, node: ast.Call) -> Val:
+    if node.keywords or len(node.args) != 2:
+        raise KernelError("hash_grid_query_next() takes 2 arguments: (query, index)")
+    names = []
+    for arg in node.args:
+        if not isinstance(arg, ast.Name):
+            raise KernelError("hash_grid_query_next() advances its arguments in place: "
+                              "pass two variables")
+        names.append(arg.id)
+    query = lowerer.as_val(lowerer.visit(node.args[0]), node.args[0])
+    if query.type != _lang().HashGridQuery._kc_type:
+        raise KernelError(f"hash_grid_query_next() needs a query from hash_grid_query(), "
+                          f"got a {query.type!r}")
+    index = lowerer.as_val(lowerer.visit(node.args[1]), node.args[1])
+    if index.type != T.int32:
+        raise KernelError(f"the index of hash_grid_query_next() must be an int32 variable "
+                          f"(e.g. index = int(0)), got a {index.type!r}")
+    found, new_query, new_index = lowerer.call_func(_lang().query_next, [query, index]).items
+    lowerer.assign_name(names[0], new_query, node.args[0])
+    lowerer.assign_name(names[1], new_index, node.args[1])
+    return found
+
+
+def _point_id(lowerer, node: ast.Call) -> Val:
+    if node.keywords or len(node.args) != 2:
+        raise KernelError("hash_grid_point_id() takes 2 arguments: (grid, index)")
+    grid = _grid_id(lowerer, node.args[0])
+    index = lowerer.as_val(lowerer.visit(node.args[1]), node.args[1])
+    if not (isinstance(index.type, T.ScalarType) and index.type.is_int):
+        raise KernelError(f"hash_grid_point_id() needs an int index, got {index.type!r}")
+    return lowerer.call_func(_lang().point_id, [grid, lowerer.coerce(index, T.int32)])
+
+
+def lower_query_loop(lowerer, node: ast.For) -> None:
+    """`for index in hash_grid_query(grid, point, max_dist): body` as a while loop whose
+    condition advances the query."""
+    b = lowerer.b
+    query_slot = b.new_slot("query", _lang().HashGridQuery._kc_type)
+    b.store(query_slot, _query_value(lowerer, node.iter).value)
+    index_slot = b.new_slot("index", T.int32)
+    b.store(index_slot, b.const(0, T.int32))
+    with b.region() as cond_body:
+        found, new_query, new_index = lowerer.call_func(
+            _lang().query_next, [Val(b.load(query_slot)), Val(b.load(index_slot))]).items
+        b.store(query_slot, new_query.value)
+        b.store(index_slot, new_index.value)
+    lowerer.loop_depth += 1
+    with b.region() as body:
+        lowerer.assign(node.target, Val(b.load(index_slot)), node.target)
+        lowerer.lower_block(node.body)
+    lowerer.loop_depth -= 1
+    b.loc = lowerer.source.loc(node)
+    b.append(ir.While(b.loc, tuple(cond_body), found.value, tuple(body)))
+
+
+SPECIAL_FORMS = {"hash_grid_query": _query, "hash_grid_query_next": _query_next,
+                 "hash_grid_point_id": _point_id}

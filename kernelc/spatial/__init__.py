@@ -1,0 +1,1 @@
+"""Spatial data structures kernels can query: `HashGrid` (uniform hash grid of points)."""

@@ -1,0 +1,215 @@
+"""The hash grid's kernel side, written in kernelc's own language.
+
+A built grid is a descriptor in device memory (`DESCRIPTOR_*` byte offsets below) that a
+kernel receives as a `uint64` id. The query functions read it with the internal address
+loads, and every backend compiles them like user code. The cell arithmetic is shared by
+the build kernels and the queries, so a point is always looked up where it was stored.
+"""
+
+from __future__ import annotations
+
+import kernelc as kc
+from kernelc.builtins import BUILTINS
+
+# Descriptor layout (bytes). Address loads index in units of the loaded type.
+DESCRIPTOR_POINT_IDS = 0  # uint64: int32[num_points], original point index by sorted slot
+DESCRIPTOR_CELL_STARTS = 8  # uint64: int32[num_cells], first sorted slot of each cell
+DESCRIPTOR_CELL_ENDS = 16  # uint64: int32[num_cells], one past the last slot (empty: 0, 0)
+DESCRIPTOR_DIMS = 24  # int32 x 3
+DESCRIPTOR_NUM_POINTS = 36  # int32
+DESCRIPTOR_INV_WIDTH_F32 = 40  # float32: 1 / cell width
+DESCRIPTOR_INV_WIDTH_F64 = 48  # float64: 1 / cell width
+DESCRIPTOR_SIZE = 56
+
+_load_i32 = BUILTINS["_load_int32"]
+_load_u64 = BUILTINS["_load_uint64"]
+_load_f32 = BUILTINS["_load_float32"]
+_load_f64 = BUILTINS["_load_float64"]
+
+_INT_MAX_CELL = 2147483646  # cell coordinates saturate one below INT32_MAX
+
+
+@kc.struct
+class HashGridQuery:
+    """The state of a neighbour query: the block of cells to visit and the position in it."""
+
+    point_ids: kc.uint64
+    cell_starts: kc.uint64
+    cell_ends: kc.uint64
+    dim_x: kc.int32
+    dim_y: kc.int32
+    dim_z: kc.int32
+    x_start: kc.int32
+    y_start: kc.int32
+    z_start: kc.int32
+    x_end: kc.int32
+    y_end: kc.int32
+    z_end: kc.int32
+    x: kc.int32
+    y: kc.int32
+    z: kc.int32
+    cell_index: kc.int32
+    cell_end: kc.int32
+
+
+@kc.func
+def cell_coord_f32(v: kc.float32) -> kc.int32:
+    # floor, saturating (NaN -> 0), kept one below INT32_MAX so `end + 1` cannot overflow
+    return kc.min(kc.int32(kc.floor(v)), _INT_MAX_CELL)
+
+
+@kc.func
+def cell_coord_f64(v: kc.float64) -> kc.int32:
+    return kc.min(kc.int32(kc.floor(v)), _INT_MAX_CELL)
+
+
+@kc.func
+def cell_index(dim_x: kc.int32, dim_y: kc.int32, dim_z: kc.int32, x: kc.int32, y: kc.int32,
+               z: kc.int32) -> kc.int32:
+    # The grid repeats: coordinates wrap around the table in every direction.
+    cx = x % dim_x
+    cy = y % dim_y
+    cz = z % dim_z
+    if cx < 0:
+        cx += dim_x
+    if cy < 0:
+        cy += dim_y
+    if cz < 0:
+        cz += dim_z
+    return cz * (dim_x * dim_y) + cy * dim_x + cx
+
+
+@kc.func
+def _query_end(start: kc.int32, end: kc.int32, dim: kc.int32) -> kc.int32:
+    # Never visit more than `dim` cells along an axis: farther ones wrap onto the same cells.
+    if kc.int64(end) - kc.int64(start) >= kc.int64(dim):
+        return start + (dim - 1)
+    return end
+
+
+@kc.func
+def _set_cell(q: HashGridQuery) -> HashGridQuery:
+    cell = cell_index(q.dim_x, q.dim_y, q.dim_z, q.x, q.y, q.z)
+    q.cell_index = _load_i32(q.cell_starts, cell)
+    q.cell_end = _load_i32(q.cell_ends, cell)
+    return q
+
+
+@kc.func
+def _query_from(grid: kc.uint64, x0: kc.int32, y0: kc.int32, z0: kc.int32, x1: kc.int32,
+                y1: kc.int32, z1: kc.int32) -> HashGridQuery:
+    q = HashGridQuery()
+    q.point_ids = _load_u64(grid, DESCRIPTOR_POINT_IDS // 8)
+    q.cell_starts = _load_u64(grid, DESCRIPTOR_CELL_STARTS // 8)
+    q.cell_ends = _load_u64(grid, DESCRIPTOR_CELL_ENDS // 8)
+    q.dim_x = _load_i32(grid, DESCRIPTOR_DIMS // 4)
+    q.dim_y = _load_i32(grid, DESCRIPTOR_DIMS // 4 + 1)
+    q.dim_z = _load_i32(grid, DESCRIPTOR_DIMS // 4 + 2)
+    q.x_start = x0
+    q.y_start = y0
+    q.z_start = z0
+    q.x_end = _query_end(x0, x1, q.dim_x)
+    q.y_end = _query_end(y0, y1, q.dim_y)
+    q.z_end = _query_end(z0, z1, q.dim_z)
+    q.x = x0
+    q.y = y0
+    q.z = z0
+    q.cell_index = 0
+    q.cell_end = 0
+    if q.point_ids != kc.uint64(0):
+        q = _set_cell(q)
+    return q
+
+
+@kc.func
+def query_f32(grid: kc.uint64, pos: kc.vec3f, radius: kc.float32) -> HashGridQuery:
+    inv = _load_f32(grid, DESCRIPTOR_INV_WIDTH_F32 // 4)
+    return _query_from(grid, cell_coord_f32((pos[0] - radius) * inv),
+                       cell_coord_f32((pos[1] - radius) * inv),
+                       cell_coord_f32((pos[2] - radius) * inv),
+                       cell_coord_f32((pos[0] + radius) * inv),
+                       cell_coord_f32((pos[1] + radius) * inv),
+                       cell_coord_f32((pos[2] + radius) * inv))
+
+
+@kc.func
+def query_f64(grid: kc.uint64, pos: kc.vec3d, radius: kc.float64) -> HashGridQuery:
+    inv = _load_f64(grid, DESCRIPTOR_INV_WIDTH_F64 // 8)
+    return _query_from(grid, cell_coord_f64((pos[0] - radius) * inv),
+                       cell_coord_f64((pos[1] - radius) * inv),
+                       cell_coord_f64((pos[2] - radius) * inv),
+                       cell_coord_f64((pos[0] + radius) * inv),
+                       cell_coord_f64((pos[1] + radius) * inv),
+                       cell_coord_f64((pos[2] + radius) * inv))
+
+
+@kc.func
+def query_next(q: HashGridQuery, index: kc.int32):
+    """(found, advanced query, the next point's index); cells are visited x fastest."""
+    if q.point_ids == kc.uint64(0):
+        return False, q, index
+    while True:
+        if q.cell_index < q.cell_end:
+            found = _load_i32(q.point_ids, q.cell_index)
+            q.cell_index += 1
+            return True, q, found
+        q.x += 1
+        if q.x > q.x_end:
+            q.x = q.x_start
+            q.y += 1
+        if q.y > q.y_end:
+            q.y = q.y_start
+            q.z += 1
+        if q.z > q.z_end:
+            return False, q, index
+        q = _set_cell(q)
+    return False, q, index
+
+
+@kc.func
+def point_id(grid: kc.uint64, index: kc.int32) -> kc.int32:
+    ids = _load_u64(grid, DESCRIPTOR_POINT_IDS // 8)
+    if ids == kc.uint64(0):
+        return -1
+    return _load_i32(ids, index)
+
+
+# ---- build ---------------------------------------------------------------------------------
+
+
+@kc.kernel
+def compute_cells_f32(points: kc.array(dtype=kc.vec3f), inv: kc.float32, dim_x: kc.int32,
+                      dim_y: kc.int32, dim_z: kc.int32, keys: kc.array(dtype=kc.int32),
+                      values: kc.array(dtype=kc.int32)):
+    i = kc.tid()
+    p = points[i]
+    keys[i] = cell_index(dim_x, dim_y, dim_z, cell_coord_f32(p[0] * inv),
+                         cell_coord_f32(p[1] * inv), cell_coord_f32(p[2] * inv))
+    values[i] = i
+
+
+@kc.kernel
+def compute_cells_f64(points: kc.array(dtype=kc.vec3d), inv: kc.float64, dim_x: kc.int32,
+                      dim_y: kc.int32, dim_z: kc.int32, keys: kc.array(dtype=kc.int32),
+                      values: kc.array(dtype=kc.int32)):
+    i = kc.tid()
+    p = points[i]
+    keys[i] = cell_index(dim_x, dim_y, dim_z, cell_coord_f64(p[0] * inv),
+                         cell_coord_f64(p[1] * inv), cell_coord_f64(p[2] * inv))
+    values[i] = i
+
+
+@kc.kernel
+def mark_cells(sorted_cells: kc.array(dtype=kc.int32), n: kc.int32,
+               cell_starts: kc.array(dtype=kc.int32), cell_ends: kc.array(dtype=kc.int32)):
+    i = kc.tid()
+    c = sorted_cells[i]
+    if i == 0 or sorted_cells[i - 1] != c:
+        cell_starts[c] = i
+    if i == n - 1 or sorted_cells[i + 1] != c:
+        cell_ends[c] = i + 1
+
+
+# A build is library work: its launches report as TIMING_KERNEL_BUILTIN activities.
+for _kernel in (compute_cells_f32, compute_cells_f64, mark_cells):
+    _kernel.is_builtin = True
