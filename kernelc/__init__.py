@@ -9,9 +9,11 @@ __version__ = "0.1.0"
 from kernelc.types import (  # noqa: E402
     bool_ as bool,  # noqa: A001
     float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    dtype_from_numpy, dtype_to_numpy,
 )
+from kernelc.constants import *  # noqa: E402,F403  (pi, tau, e, inf, nan, ... as in Warp)
 from kernelc.errors import KernelError, KernelRuntimeError  # noqa: E402
-from kernelc.config import config  # noqa: E402
+from kernelc.config import ReduceMode, config  # noqa: E402
 
 # ---- language ----------------------------------------------------------------------------
 from kernelc.frontend.decorators import kernel, func  # noqa: E402
@@ -34,18 +36,20 @@ globals().update(_VEC_TYPES)
 # ---- runtime: arrays and devices ---------------------------------------------------------
 from kernelc.runtime.device import (  # noqa: E402
     Device, ScopedDevice, get_cuda_device_count, get_cuda_devices, get_device, get_devices,
-    is_cuda_available, set_device, synchronize, synchronize_device,
+    get_preferred_device, is_cpu_available, is_cuda_available, set_device, synchronize,
+    synchronize_device,
 )
 from kernelc.runtime.array import (  # noqa: E402
-    array, array2d, array3d, array4d, clone, copy, empty, empty_like, from_dlpack, from_numpy,
-    full, full_like, ones, ones_like, zeros, zeros_like,
+    array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_dlpack,
+    from_numpy, full, full_like, ones, ones_like, to_dlpack, zeros, zeros_like,
 )
 
 # ---- runtime: launch, compile, cache -----------------------------------------------------
 from kernelc.runtime.launch import launch, Launch  # noqa: E402
 from kernelc.runtime.compiler import compile_kernel as compile, CompiledKernel  # noqa: E402,A001
 from kernelc.runtime.module import (  # noqa: E402
-    clear_kernel_cache, constant, force_load, init, load_module,
+    clear_kernel_cache, constant, force_load, get_module_options, init, load_module,
+    set_module_options,
 )
 from typing import Any  # noqa: E402  (Warp re-exports typing.Any for generic kernels)
 

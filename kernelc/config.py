@@ -2,8 +2,30 @@
 
 from __future__ import annotations
 
+import enum
 import os
 from pathlib import Path
+
+
+class ReduceMode(enum.Enum):
+    """How atomic updates (`kc.atomic_add`, `a[i] += x`) of contended elements are done
+    (Dr.Jit's names). Pick one per kernel, `@kc.kernel(reduce_mode=kc.ReduceMode.Expand)`,
+    or for every kernel with `kc.config.reduce_mode`.
+
+    Attributes:
+        Direct: One atomic instruction per update (the default).
+        Local: Pre-reduce updates within a SIMD packet or warp, then one atomic per distinct
+            element. The backends do not pre-reduce yet: this currently runs as `Direct`.
+        Expand: On the CPU, each worker thread updates a private copy of every array that
+            the kernel only updates atomically (never reads, and never uses an atomic's old
+            value); the copies are combined into the array after the launch. Fast for
+            heavily contended targets (histograms, small accumulators); costs one copy of
+            each such array per worker. Elsewhere it runs as `Direct`.
+    """
+
+    Direct = "direct"
+    Local = "local"
+    Expand = "expand"
 
 
 def _default_cache_dir() -> str:
@@ -42,6 +64,11 @@ class Config:
         dump_ir (bool): Print the IR after each pass (`KERNELC_DUMP_IR=1`).
         quiet (bool): Accepted for compatibility with Warp's `config.quiet` (kernelc
             prints no start-up banner).
+        reduce_mode (ReduceMode): How kernels without their own `reduce_mode` option carry
+            out contended atomics (default `ReduceMode.Direct`).
+        enable_backward, verify_fp, verify_cuda, print_launches (bool): Warp's settings
+            with Warp's defaults, readable and assignable so that ported code runs; kernelc
+            generates no backward kernels and ignores them.
     """
 
     def __init__(self) -> None:
@@ -58,6 +85,12 @@ class Config:
         )
         self.dump_ir: bool = os.environ.get("KERNELC_DUMP_IR", "") not in ("", "0")
         self.quiet: bool = True
+        self.reduce_mode: ReduceMode = ReduceMode.Direct
+        # Warp-only settings: read and written by ported code, no effect in kernelc.
+        self.enable_backward: bool = True
+        self.verify_fp: bool = False
+        self.verify_cuda: bool = False
+        self.print_launches: bool = False
 
     @property
     def verbose(self) -> bool:

@@ -270,6 +270,27 @@ def from_numpy_dtype(dtype: _Any) -> ScalarType:
         raise TypeError(f"NumPy dtype {dtype!r} has no kernelc equivalent") from None
 
 
+def dtype_from_numpy(numpy_dtype: _Any) -> ScalarType:
+    """The kernelc scalar type of a NumPy dtype (`np.float32` -> `kc.float32`), as in Warp.
+
+    Raises:
+        TypeError: The dtype has no kernelc equivalent (complex, strings, objects, ...).
+    """
+    return from_numpy_dtype(numpy_dtype)
+
+
+def dtype_to_numpy(dtype: _Any) -> type:
+    """The NumPy scalar type of a kernelc scalar type (`kc.float32` -> `np.float32`).
+
+    Raises:
+        TypeError: `dtype` is not a scalar type (Warp has no NumPy type for vectors either).
+    """
+    t = as_type(dtype)
+    if not isinstance(t, ScalarType):
+        raise TypeError(f"cannot convert {dtype!r} to a NumPy type")
+    return t.np_dtype.type
+
+
 def as_type(obj: _Any) -> Type | None:
     """The kernelc type an annotation or dtype argument denotes, or None."""
     if isinstance(obj, Type):

@@ -95,10 +95,96 @@ _define()
 # ---- host values ---------------------------------------------------------------------------
 
 
+def _binary(name: str, reflected: bool = False, symbol: str | None = None):
+    def op(self, other):
+        from kernelc.runtime.host_call import binary
+
+        a, b = (other, self) if reflected else (self, other)
+        return binary(name, a, b, reflected, symbol)
+
+    op.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return op
+
+
+def _matmul(reflected: bool):
+    def op(self, other):
+        from kernelc.runtime.host_call import matmul
+
+        return matmul(other, self, True) if reflected else matmul(self, other, False)
+
+    return op
+
+
+def _unsupported(symbol: str):
+    def op(self, *args):
+        raise TypeError(f"operator '{symbol}' is not defined for kernelc vectors and matrices "
+                        f"(as in Warp); use np.asarray(value) for NumPy's element-wise version")
+
+    return op
+
+
 class HostValue(np.ndarray):
-    """A vector or matrix value on the host: a NumPy array tagged with its kernelc type."""
+    """A vector or matrix value on the host: a NumPy array tagged with its kernelc type.
+
+    Python's operators have Warp's meaning, which is the kernel meaning: `+ -` between
+    values of one type, `* /` with a scalar, `*` (and `@` on matrices) as the matrix,
+    matrix-vector, vector-matrix, quaternion (Hamilton) or transform product, `==`/`!=` as
+    one bool. They are computed by the builtins (`add`, `mul`, ...) with kernel semantics;
+    NumPy functions (`np.multiply(a, b)`, `np.asarray(v) * w`) keep NumPy's meaning.
+    """
 
     _kc_base: T.Type | None = None
+
+    __add__, __radd__ = _binary("add"), _binary("add", True)
+    __sub__, __rsub__ = _binary("sub"), _binary("sub", True)
+    __mul__, __rmul__ = _binary("mul"), _binary("mul", True)
+    __truediv__, __rtruediv__ = _binary("div"), _binary("div", True)
+    __mod__, __rmod__ = _binary("mod"), _binary("mod", True)
+    __matmul__, __rmatmul__ = _matmul(False), _matmul(True)
+    # Warp's values have no in-place operators: `v += w` rebinds `v` to a new value.
+    __iadd__, __isub__, __imul__ = __add__, __sub__, __mul__
+    __itruediv__, __imod__, __imatmul__ = __truediv__, __mod__, __matmul__
+    __floordiv__ = __rfloordiv__ = __ifloordiv__ = _unsupported("//")
+    __pow__ = __rpow__ = __ipow__ = _unsupported("**")
+    __lt__, __le__, __gt__, __ge__ = (_unsupported(s) for s in ("<", "<=", ">", ">="))
+    __abs__ = _unsupported("abs")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy functions see plain arrays and return them, as with Warp's values
+        (`np.sin(v)`, `np.float32(2) * v`, `positions - v` are NumPy arrays)."""
+        inputs = tuple(np.asarray(x) if isinstance(x, HostValue) else x for x in inputs)
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(np.asarray(o) if isinstance(o, HostValue) else o for o in out)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __neg__(self) -> Any:
+        if self._kc_type is None:
+            return np.negative(self)
+        from kernelc.runtime.host_call import negate
+
+        return negate(self)
+
+    def __pos__(self) -> Any:
+        return self.copy()
+
+    def __eq__(self, other: Any) -> bool:  # type: ignore[override]
+        """Warp's equality: same shape and equal components (any sequence, any dtype)."""
+        try:
+            values = np.asarray(other)
+        except Exception:  # ragged sequences and the like are simply not equal
+            return False
+        if values.shape != self.shape or values.dtype.kind not in "biuf":
+            return False
+        return bool(np.all(np.asarray(self) == values))
+
+    def __ne__(self, other: Any) -> bool:  # type: ignore[override]
+        return not self.__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        return True  # as Warp's vectors and matrices (sequences that are never empty)
 
     def __array_finalize__(self, obj: Any) -> None:
         self._kc_base = getattr(obj, "_kc_base", None)

@@ -329,3 +329,92 @@ def test_library_is_skipped_without_a_compiler(monkeypatch):
     assert get_cpu_kernel(lib_none, lib_none.param_types).cache == "disk"  # the object, JIT
     kc.launch(lib_none, 2, inputs=[a])
     assert a.numpy().tolist() == [4, 4]
+
+
+# ---- the remembered host target ----------------------------------------------------------
+
+CPUINFO = b"""processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 143
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+cpu MHz\t\t: 2000.000
+flags\t\t: fpu sse sse2 avx avx2 avx512f
+
+processor\t: 1
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 143
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+cpu MHz\t\t: 3012.113
+flags\t\t: fpu sse sse2 avx avx2 avx512f
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/cpuinfo")
+def test_host_fingerprint_changes_with_the_cpu_and_llvm():
+    from kernelc.runtime.hostinfo import host_fingerprint
+
+    base = host_fingerprint(CPUINFO, "llvmlite 0.50")
+    assert base == host_fingerprint(CPUINFO.replace(b"2000.000", b"2400.5"), "llvmlite 0.50")
+    for cpuinfo in (CPUINFO.replace(b" avx512f", b""), CPUINFO.replace(b"143", b"207"),
+                    CPUINFO.replace(b"8480+", b"8490H")):
+        assert host_fingerprint(cpuinfo, "llvmlite 0.50") != base
+    assert host_fingerprint(CPUINFO, "llvmlite 0.51") != base
+    assert host_fingerprint(b"", "llvmlite 0.50") is None
+    assert host_fingerprint() is not None  # this machine's
+
+
+def test_host_target_is_asked_once_then_remembered(tmp_path):
+    from kernelc.runtime.cache import DiskCache
+    from kernelc.runtime.hostinfo import HostTarget, host_fingerprint, resolve_host
+
+    if host_fingerprint() is None:
+        pytest.skip("no fingerprint on this platform")
+    fake = HostTarget("x86_64-unknown-linux-gnu", "cpu9", "+avx2,-avx512f", "0.50.0", "22.1")
+    calls = []
+
+    def ask_llvm():
+        calls.append(1)
+        return fake
+
+    assert resolve_host(str(tmp_path), ask_llvm) == fake
+    assert resolve_host(str(tmp_path), ask_llvm) == fake and len(calls) == 1
+    (entry,) = tmp_path.glob("host-*.json")
+    entry.write_bytes(entry.read_bytes()[:-3])  # damaged: asked again, and rewritten
+    assert resolve_host(str(tmp_path), ask_llvm) == fake and len(calls) == 2
+    assert DiskCache(str(tmp_path)).load(entry.stem, "json") is not None
+
+
+@needs_cc
+def test_a_wrong_remembered_host_is_corrected(tmp_path):
+    import json
+
+    from kernelc.runtime.cache import DiskCache
+
+    script, cache = _script(tmp_path), tmp_path / "cache"
+    _run(script, cache)
+    (entry,) = cache.glob("host-*.json")
+    disk = DiskCache(str(cache))
+    host = json.loads(disk.load(entry.stem, "json"))
+    disk.store(entry.stem, "json", json.dumps({**host, "cpu_name": "other-cpu"}).encode())
+    # keyed for the wrong CPU, nothing is found; LLVM's own answer re-keys and finds the library
+    assert _run_full(script, cache) == {"CACHE": "disk,memory", "LLVM": "1 1"}
+    assert json.loads(disk.load(entry.stem, "json")) == host
+    assert _run_full(script, cache) == {"CACHE": "disk,memory", "LLVM": "0 0"}
+
+
+def test_cache_off_writes_nothing(tmp_path):
+    @kc.kernel
+    def uncached(a: kc.array(dtype=int)):
+        a[kc.tid()] = 6
+
+    previous = kc.config.cache_kernels, kc.config.kernel_cache_dir
+    kc.config.cache_kernels, kc.config.kernel_cache_dir = False, str(tmp_path / "off")
+    try:
+        a = kc.zeros(2, dtype=int)
+        kc.launch(uncached, 2, inputs=[a])
+        assert cpu_state(kc.config.num_threads).linker.wait(timeout=120)
+    finally:
+        kc.config.cache_kernels, kc.config.kernel_cache_dir = previous
+    assert a.numpy().tolist() == [6, 6] and not (tmp_path / "off").exists()

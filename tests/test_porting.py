@@ -25,15 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Differences from Warp that are bugs or gaps in kernelc (see the porting report); each test
 # fails today. Remove the mark when the difference is fixed.
-KNOWN_DIFFERENCES = {
-    "vector_constants": "vector/matrix values as wp.constant or module globals are rejected",
-    "func_default_arguments": "@wp.func parameters with default values are rejected",
-    "numpy_array_arguments": "a NumPy array is not accepted where a kernel takes an array",
-    "host_builtins": "builtins (wp.dot, wp.quat_identity, ...) cannot be called on the host",
-    "host_products": "host-side mat*mat, mat*vec, quat*quat, transform*transform and == are "
-    "NumPy element-wise operations",
-    "math_constants": "wp.pi, wp.tau, wp.e, wp.inf are missing",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 EXTENSIONS = {"timing_filter_on_cpu", "streams_events_on_cpu"}
 COMPARED = [name for name in PROGRAMS if name not in EXTENSIONS]
 

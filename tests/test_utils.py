@@ -478,7 +478,8 @@ def test_every_utility_kernel_compiles_with_nvrtc(monkeypatch):
     specs = _record_specialisations(monkeypatch)
     kernels = {kernel.__name__ for kernel, _ in specs}
     assert kernels == {"array_scan_serial", "array_scan_block_sums", "array_scan_blocks",
-                       "radix_sort_histogram", "radix_sort_scatter", "radix_sort_copy_back",
+                       "radix_sort_flip", "radix_sort_histogram", "radix_sort_scatter",
+                       "radix_sort_copy_back",
                        "array_sum_blocks", "array_sum_total", "array_inner_blocks"}
     for kernel, types in specs:
         source = emit_cuda(kernel.get_ir(types), CudaOptions())

@@ -1,9 +1,10 @@
 """Arithmetic operators on vectors, matrices, quaternions and transforms (Warp's rules).
 
-`+ -` need two values of one type; `*` scales by a scalar, multiplies matrix @ vector,
-vector @ matrix, matrix @ matrix, quaternion * quaternion (Hamilton product) and
-transform * transform (composition); `/` divides component-wise by a scalar (or a scalar by
-each component). Vector * vector is rejected, as in Warp (use dot, cw_mul or outer).
+`+ -` need two values of one type, `%` two vectors of one type; `*` scales by a scalar,
+multiplies matrix @ vector, vector @ matrix, matrix @ matrix, quaternion * quaternion
+(Hamilton product) and transform * transform (composition); `/` divides component-wise by a
+scalar (or a scalar by each component). Vector * vector is rejected, as in Warp (use dot,
+cw_mul or outer).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ GROUP = "operators"
 def _same_rule(types, weak):
     a, b = types
     require(is_aggregate(a) and a == b, f"expected two values of one type, got {a!r} and {b!r}")
+    return (a, b), a
+
+
+def _same_vector_rule(types, weak):
+    a, b = types
+    require(isinstance(a, T.VectorType) and a == b,
+            f"expected two vectors of one type, got {a!r} and {b!r}")
     return (a, b), a
 
 
@@ -126,4 +134,6 @@ extend("mul", GROUP, "",
        Overload(("a", "b"), _scaled_rule(True), _scaled(OpCode.MUL)),
        Overload(("a", "b"), _product_rule, _product))
 extend("div", GROUP, "", Overload(("a", "b"), _scaled_rule(True), _scaled(OpCode.DIV)))
+# Warp's vector `%`: component-wise, truncated (C's `%`, fmod for floats); not for matrices.
+extend("mod", GROUP, "", Overload(("a", "b"), _same_vector_rule, _componentwise(OpCode.MOD)))
 extend("neg", GROUP, "", Overload(("x",), _neg_rule, _neg))

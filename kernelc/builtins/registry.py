@@ -66,13 +66,29 @@ class Builtin:
                 return ov
         return None
 
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """Positional and keyword arguments (Warp's parameter names) in parameter order."""
+        if not kwargs:
+            return list(args)
+        overload = self.overload_for(len(args) + len(kwargs))
+        if overload is None:  # a wrong count: the caller reports it with the signatures
+            return [*args, *kwargs.values()]
+        rest = overload.params[len(args):]
+        for name in kwargs:
+            if name not in rest:
+                how = ("got two values for argument" if name in overload.params
+                       else "got an unexpected keyword argument")
+                raise TypeError(f"{self.name}() {how} '{name}'")
+        return [*args, *(kwargs[n] for n in rest)]
+
     def signatures(self) -> list[str]:
         return [f"{self.name}({', '.join(ov.params)})" for ov in self.overloads]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(
-            f"kernelc.{self.name}() can only be called inside @kernelc.kernel or @kernelc.func"
-        )
+        """On the host: the builtin's kernel meaning, compiled once per argument types."""
+        from kernelc.runtime.host_call import call_builtin
+
+        return call_builtin(self, args, kwargs)
 
     def __repr__(self) -> str:
         return f"<kernelc builtin {self.name}>"

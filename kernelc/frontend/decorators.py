@@ -16,6 +16,9 @@ from kernelc.ir import nodes as ir
 
 class _SourceMixin:
     func: Callable
+    # Funcs may give parameters default values (compile-time constants, as in Warp);
+    # kernels may not.
+    _defaults_allowed = False
 
     @functools.cached_property
     def source(self) -> Source:
@@ -33,12 +36,20 @@ class _SourceMixin:
     def arg_names(self) -> tuple[str, ...]:
         sig = inspect.signature(self.func)
         for p in sig.parameters.values():
-            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is not p.empty:
-                raise KernelError(
-                    f"parameter '{p.name}': kernels and funcs take plain positional parameters",
-                    self.source.loc(self.source.tree), self.func.__name__,
-                )
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or (
+                    p.default is not p.empty and not self._defaults_allowed):
+                what = ("kernels take plain positional parameters (no default values)"
+                        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                        else "kernels and funcs take plain positional parameters")
+                raise KernelError(f"parameter '{p.name}': {what}",
+                                  self._param_loc(p.name), self.func.__name__)
         return tuple(sig.parameters)
+
+    @functools.cached_property
+    def defaults(self) -> dict[str, Any]:
+        """The default value of each parameter that has one."""
+        sig = inspect.signature(self.func)
+        return {p.name: p.default for p in sig.parameters.values() if p.default is not p.empty}
 
     def arg_annotation(self, name: str) -> Any:
         if name not in self.annotations:
@@ -54,7 +65,13 @@ class _SourceMixin:
 
 
 class Func(_SourceMixin):
-    """A function callable from kernels (`@kc.func`); compiled into each kernel that uses it."""
+    """A function callable from kernels (`@kc.func`); compiled into each kernel that uses it.
+
+    Parameters may have default values (compile-time constants) and calls may pass
+    arguments by keyword, as in Warp.
+    """
+
+    _defaults_allowed = True
 
     def __init__(self, func: Callable):
         self.func = func
@@ -64,8 +81,8 @@ class Func(_SourceMixin):
         # Overloads: same-named funcs defined in one scope, resolved by argument types.
         self.variants: list[Func] = [self]
 
-    def __call__(self, *args: Any) -> Any:
-        return self.func(*args)  # on the host a func is an ordinary Python function
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)  # on the host a func is an ordinary Python function
 
     def add_variant(self, other: Func) -> None:
         """Adds an overload; one with the same annotations replaces the earlier definition."""
@@ -78,24 +95,53 @@ class Func(_SourceMixin):
                     self.__dict__.pop("source", None)
                     self.__dict__.pop("annotations", None)
                     self.__dict__.pop("arg_names", None)
+                    self.__dict__.pop("defaults", None)
                 return
         self.variants.append(other)
 
-    def resolve(self, arg_types: Sequence[T.Type], weak: Sequence[bool]
-                ) -> tuple[Func, tuple[T.Type, ...]]:
-        """The overload to call and its parameter types: an exact match first (concrete
-        annotations before generic ones), then one that converts literal arguments."""
+    def resolve(self, args: Sequence[Any], keywords: dict[str, Any] | None = None,
+                default: Callable[[str, Any], Any] | None = None
+                ) -> tuple[Func, list[Any], tuple[T.Type, ...]]:
+        """The overload to call, the arguments in parameter order and the parameter types:
+        an exact match first (concrete annotations before generic ones), then one that
+        converts literal arguments. `args` and `keywords` hold lowered values (with `.type`
+        and `.weak`); `default(name, value)` lowers a parameter's default value."""
         if len(self.variants) == 1:
-            return self, self.specialize(arg_types, weak)
+            bound = self.bind(args, keywords or {}, default)
+            return self, bound, self.specialize([a.type for a in bound],
+                                                [a.weak for a in bound])
         ordered = sorted(self.variants, key=lambda v: v.is_generic)
         for loose in (False, True):
             for v in ordered:
                 try:
-                    return v, v.specialize(arg_types, weak if loose else [False] * len(weak))
+                    bound = v.bind(args, keywords or {}, default)
+                    weak = [a.weak and loose for a in bound]
+                    return v, bound, v.specialize([a.type for a in bound], weak)
                 except KernelError:
                     continue
-        got = ", ".join(repr(t) for t in arg_types)
+        got = ", ".join([repr(a.type) for a in args] +
+                        [f"{k}={a.type!r}" for k, a in (keywords or {}).items()])
         raise KernelError(f"no overload of func '{self.__name__}' accepts ({got})")
+
+    def bind(self, args: Sequence[Any], keywords: dict[str, Any],
+             default: Callable[[str, Any], Any] | None) -> list[Any]:
+        """The arguments of a call in parameter order, defaults filled in."""
+        names = self.arg_names
+        if len(args) > len(names):
+            raise KernelError(
+                f"func '{self.__name__}' takes {len(names)} arguments ({len(args)} given)")
+        bound = dict(zip(names, args))
+        for name, value in keywords.items():
+            if name not in names:
+                raise KernelError(f"func '{self.__name__}' has no parameter '{name}'")
+            if name in bound:
+                raise KernelError(f"func '{self.__name__}' got two values for '{name}'")
+            bound[name] = value
+        missing = [n for n in names if n not in bound and n not in self.defaults]
+        if missing:
+            raise KernelError(f"func '{self.__name__}' takes {len(names)} arguments "
+                              f"({len(bound)} given; missing {', '.join(map(repr, missing))})")
+        return [bound[n] if n in bound else default(n, self.defaults[n]) for n in names]
 
     @property
     def is_generic(self) -> bool:
@@ -220,7 +266,16 @@ def _symbol(name: str) -> str:
 
 def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
            module: Any = None, **options: Any) -> Any:
-    """Decorator making a Python function a kernel (`@kc.kernel` or `@kc.kernel(...)`)."""
+    """Decorator making a Python function a kernel (`@kc.kernel` or `@kc.kernel(...)`).
+
+    `enable_backward` and `module` are Warp's and accepted; `reduce_mode=kc.ReduceMode.X`
+    chooses how the kernel's contended atomics are done (see `kc.ReduceMode`).
+    """
+    from kernelc.config import ReduceMode
+
+    mode = options.get("reduce_mode")
+    if mode is not None and not isinstance(mode, ReduceMode):
+        raise TypeError(f"reduce_mode must be a kc.ReduceMode, got {mode!r}")
 
     def wrap(fn: Callable) -> Kernel:
         return Kernel(fn, options)

@@ -213,13 +213,25 @@ class FunctionLowerer(AggregateLowering, ConstructLowering, ExprLowering, StmtLo
         if not isinstance(obj, Func):
             return super().call_other(obj, node)
         args = [self.as_val(self.visit(a), a) for a in node.args]
-        if node.keywords:
-            raise KernelError("keyword arguments are not supported in func calls")
-        return self.call_func(obj, args)
+        keywords = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise KernelError("'**' unpacking is not supported in func calls")
+            keywords[kw.arg] = self.as_val(self.visit(kw.value), kw.value)
+        return self.call_func(obj, args, keywords)
 
-    def call_func(self, obj, args: list[Val]):
-        """Calls the @func `obj` with lowered arguments: a Val, a TupleVal, or PyObj(None)."""
-        obj, param_types = obj.resolve([a.type for a in args], [a.weak for a in args])
+    def call_func(self, obj, args: list[Val], keywords: dict[str, Val] | None = None):
+        """Calls the @func `obj` with lowered arguments (positional, then by keyword; missing
+        ones take the parameter's default): a Val, a TupleVal, or PyObj(None)."""
+
+        def default(name: str, value: Any) -> Val:
+            lowered = self.from_python(value, None)
+            if not isinstance(lowered, Val):
+                raise KernelError(f"the default value of parameter '{name}' of func "
+                                  f"'{obj.__name__}' ({value!r}) cannot be used in a kernel")
+            return lowered
+
+        obj, args, param_types = obj.resolve(args, keywords, default)
         coerced = tuple(self.coerce(a, t).value for a, t in zip(args, param_types))
         callee = self.ctx.lower_func(obj, param_types, self.b.loc)
         results = callee.return_types

@@ -20,7 +20,8 @@ from kernelc.ir.nodes import OpCode, Value
 from kernelc.types_vec import quaternion, vector
 
 _AXES = {"x": 0, "y": 1, "z": 2, "w": 3}
-_OPERATORS = {OpCode.ADD: "add", OpCode.SUB: "sub", OpCode.MUL: "mul", OpCode.DIV: "div"}
+_OPERATORS = {OpCode.ADD: "add", OpCode.SUB: "sub", OpCode.MUL: "mul", OpCode.DIV: "div",
+              OpCode.MOD: "mod"}
 
 
 def _aggregate(t: T.Type) -> bool:

@@ -88,7 +88,17 @@ class ExprLowering:
             return Val(self.b.const(value.item(), t), const=value.item())
         if isinstance(value, tuple):
             return TupleVal(tuple(self.from_python(v, node) for v in value))
+        if isinstance(value, np.ndarray):
+            kc_type = getattr(value, "_kc_type", None)  # a host vector, matrix, quat, ...
+            if isinstance(kc_type, (T.VectorType, T.MatrixType)):
+                return Val(self.constant_aggregate(kc_type, value))
         return PyObj(value)
+
+    def constant_aggregate(self, t: T.VectorType | T.MatrixType, value: np.ndarray):
+        """A host vector/matrix value (a global, `kc.constant` or closure) folded in: a
+        BUILD of its components as constants."""
+        parts = [self.b.const(c, t.dtype) for c in np.asarray(value).reshape(-1).tolist()]
+        return self.b.op(OpCode.BUILD, parts, t)
 
     # ---- attributes and subscripts --------------------------------------------------------
 
@@ -350,18 +360,26 @@ class ExprLowering:
         special = self.special_form(obj)
         if special is not None:
             return special(self, node)
-        if node.keywords:
-            raise KernelError(f"keyword arguments are not supported when calling {_describe(obj)}")
-        if obj in _PY_BUILTIN_ALIASES:
+        if any(k.arg is None for k in node.keywords):
+            raise KernelError("'**' unpacking is not supported in kernels")
+        if obj in _PY_BUILTIN_ALIASES and not node.keywords:
             obj = BUILTINS[_PY_BUILTIN_ALIASES[obj]]
         if isinstance(obj, Builtin):
-            return self.call_builtin(obj, node.args, node)
+            try:
+                arg_nodes = obj.bind(node.args, {k.arg: k.value for k in node.keywords})
+            except TypeError as err:
+                raise KernelError(str(err)) from None
+            return self.call_builtin(obj, arg_nodes, node)
         target = T.as_type(obj)
         if target is not None and not isinstance(target, T.ArrayType):
+            if node.keywords:
+                raise KernelError(f"keyword arguments are not supported when calling "
+                                  f"{_describe(obj)}")
             return self.construct(target, node)
         return self.call_other(obj, node)
 
     def call_other(self, obj: Any, node: ast.Call):
+        """Calls of anything else: @func calls (FunctionLowerer) may pass keywords."""
         raise KernelError(f"calling {_describe(obj)} is not supported in kernels")
 
     def construct(self, target: T.Type, node: ast.Call):

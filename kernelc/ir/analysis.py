@@ -141,3 +141,32 @@ def thread_private_params(fn: ir.Function) -> frozenset[int]:
         for v in others:
             candidates.discard(v.id)
     return frozenset(candidates)
+
+
+def reduction_targets(fn: ir.Function) -> dict[int, str]:
+    """Array parameters that the kernel only updates with atomics of one kind and whose old
+    values it never uses: no loads, stores or other uses (its shape may be read).
+
+    Such an array can be accumulated in private copies and combined at the end
+    (`ReduceMode.Expand`). Returns the parameters' value ids, each with its combining
+    operation: "add" (atomic add and sub), "min" or "max".
+    """
+    from kernelc.ir.passes.rewrite import operands
+
+    kinds: dict[int, str] = {}
+    array_of: dict[int, int] = {}  # atomic result id -> array id
+    used: set[int] = set()
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC:
+            arr = s.args[0]
+            kind = "add" if s.attr in ("add", "sub") else s.attr
+            if kinds.setdefault(arr.id, kind) != kind:
+                used.add(arr.id)
+            array_of[s.result.id] = arr.id
+            used.update(v.id for v in s.args[1:])
+        elif not (isinstance(s, ir.Op) and s.opcode == OpCode.ARRAY_SHAPE):
+            used.update(v.id for v in operands(s))
+    # An atomic whose old value is read would see a private copy's value instead.
+    used.update(arr for result, arr in array_of.items() if result in used)
+    params = {p.id for p in fn.params if isinstance(p.type, T.ArrayType)}
+    return {pid: kind for pid, kind in kinds.items() if pid in params and pid not in used}

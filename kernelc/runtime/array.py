@@ -398,6 +398,11 @@ class array:
         memory.copy_array(self, src)
 
 
+def array1d(*args: Any, **kwargs: Any) -> array:
+    """`kc.array(..., ndim=1)`: a 1-d array or a 1-d parameter annotation."""
+    return array(*args, ndim=1, **kwargs)
+
+
 def array2d(*args: Any, **kwargs: Any) -> array:
     """`kc.array(..., ndim=2)`: a 2-d array or a 2-d parameter annotation."""
     return array(*args, ndim=2, **kwargs)
@@ -551,6 +556,14 @@ def from_dlpack(obj: Any, dtype: Any = None) -> array:
                            f"is not supported yet")
     return array(np.from_dlpack(obj), dtype=typing.Any if dtype is None else dtype,
                  device="cpu", copy=False)
+
+
+def to_dlpack(arr: array) -> Any:
+    """A DLPack capsule sharing `arr`'s memory (Warp's `wp.to_dlpack`; same as
+    `arr.__dlpack__()`), for `from_dlpack` functions of other libraries."""
+    if not isinstance(arr, array):
+        raise TypeError(f"to_dlpack() needs a kernelc array, got {type(arr).__name__}")
+    return arr.__dlpack__()
 
 
 def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0,

@@ -10,7 +10,6 @@ library and takes the entry's address: it never starts LLVM nor imports the code
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from kernelc.errors import Loc
 from kernelc.ir import nodes as ir
 from kernelc.ir.passes import run_pipeline
 from kernelc.ir.printer import format_module
-from kernelc.runtime.cache import DiskCache, cache_key
+from kernelc.runtime.cache import DiskCache, cache_key, sha256
 from kernelc.runtime.cpu import KERNEL_CFUNC, CpuKernel, CpuState, args_ctype, cpu_state
 from kernelc.runtime.native import LIBRARY_EXT, NO_LINK_EXT, LinkJob
 
@@ -33,7 +32,7 @@ OBJECT_EXT = "o"
 def ir_hash(module: ir.Module, *options: Any) -> str:
     """SHA-256 of the IR text and the options: names the entry symbol and keys the cache."""
     text = format_module(module) + "|" + "|".join(map(repr, options))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def optimized_ir(kernel, arg_types: tuple[T.Type, ...]) -> ir.Module:
@@ -61,12 +60,16 @@ class CpuOptions:
 
 
 def cpu_options(private_atomics: bool = True) -> CpuOptions:
-    host = cpu_state(config.num_threads).host(config.kernel_cache_dir)
+    host = cpu_state(config.num_threads).host(_cache_dir())
     # 512-bit vectors where the CPU has them: kernels are mostly streaming loops, and
     # LLVM's default of 256 bits halves their width for no gain here.
     return CpuOptions(debug=config.mode == "debug",
                       vector_width=512 if host.has_avx512 else 256,
                       private_atomics=private_atomics)
+
+
+def _cache_dir() -> str | None:
+    return config.kernel_cache_dir if config.cache_kernels else None
 
 
 @dataclass(frozen=True)
@@ -97,13 +100,14 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
     module = optimized_ir(kernel, arg_types)
     digest = ir_hash(module, options)
     entry = f"kc_{module.kernel.name}_{digest[:16]}"
-    host = state.host(config.kernel_cache_dir)
+    host = state.host(_cache_dir())
     # The disk key hashes kernelc's own IR, so a warm start skips LLVM IR generation too.
     key = cache_key(digest, entry, host.target_id, __version__)
     disk = DiskCache(config.kernel_cache_dir) if config.cache_kernels else None
     loaded = _load_cached(state, disk, key, entry, module, options) if disk else None
     if loaded is None:
         if state.jit.host != host:  # the remembered host target was not LLVM's: re-key
+            _remember_host(state, replace=True)
             return get_cpu_kernel(kernel, arg_types, private_atomics)
         loaded = _compile(state, disk, key, entry, module, options)
     t1, t2 = loaded.codegen_end, time.perf_counter()
@@ -156,7 +160,6 @@ def _compile(state: CpuState, disk: DiskCache | None, key: str, entry: str, modu
              options: CpuOptions) -> _Loaded:
     """LLVM IR -> object code, stored (and linked in the background), loaded into the JIT."""
     from kernelc.codegen.llvm import emit_llvm
-    from kernelc.runtime.hostinfo import remember
 
     source = emit_llvm(module, entry, options.llvm())
     t1 = time.perf_counter()
@@ -164,11 +167,18 @@ def _compile(state: CpuState, disk: DiskCache | None, key: str, entry: str, modu
     if disk is not None:
         meta = _pack_meta(source.check_locs, source.has_print)
         disk.store(key, OBJECT_EXT, _pack_object(binary, meta))
-        remember(str(disk.directory), state.jit.host)  # lets the next process skip LLVM
+        _remember_host(state)  # lets the next process skip LLVM
         state.linker.submit(LinkJob(disk.directory, key, binary, meta))
     address = state.jit.load(binary, entry)
     return _Loaded(address, source.check_locs, source.has_print, lambda: binary, "miss",
                    "llvm compile", t1)
+
+
+def _remember_host(state: CpuState, replace: bool = False) -> None:
+    from kernelc.runtime.hostinfo import remember
+
+    if config.cache_kernels:
+        remember(config.kernel_cache_dir, state.jit.host, replace=replace)
 
 
 def _object_code(state: CpuState, disk: DiskCache, key: str, entry: str, module: ir.Module,

@@ -156,11 +156,11 @@ class CpuState:
                     self._jit = jit
         return self._jit
 
-    def host(self, cache_dir: str) -> HostTarget:
-        """The host target for cache keys: LLVM's answer, remembered in `cache_dir`."""
+    def host(self, cache_dir: str | None) -> HostTarget:
+        """The host target for cache keys: LLVM's answer, remembered in `cache_dir` (if any)."""
         if self._host is None:
-            if self._jit is not None:
-                self._host = self._jit.host
+            if self._jit is not None or cache_dir is None:
+                self._host = self.jit.host
             else:
                 self._host = resolve_host(cache_dir, lambda: self.jit.host)
         return self._host

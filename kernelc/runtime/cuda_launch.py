@@ -149,6 +149,21 @@ class CudaLaunch:
         self.values[index] = value
         self.pack()
 
+    def set_param_by_name(self, name: str, value: Any) -> None:
+        """Replaces the argument of the parameter called `name`."""
+        names = self.kernel.arg_names
+        if name not in names:
+            raise ValueError(f"argument '{name}' not found in kernel '{self.kernel.__name__}'")
+        self.set_param_at_index(names.index(name), value)
+
+    def set_params(self, values: Sequence[Any]) -> None:
+        """Replaces every argument, in parameter order."""
+        if len(values) != len(self.values):
+            raise ValueError(f"kernel '{self.kernel.__name__}' takes {len(self.values)} "
+                             f"arguments, {len(values)} given")
+        self.values = list(values)
+        self.pack()
+
     def set_dim(self, dim: int | tuple[int, ...]) -> None:
         """Changes the launch shape (the grid follows) without repacking the arguments."""
         from kernelc.runtime.launch import normalize_dim

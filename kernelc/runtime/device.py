@@ -275,6 +275,17 @@ def is_cuda_available() -> bool:
     return bool(_table().cuda_devices())
 
 
+def is_cpu_available() -> bool:
+    """True: the CPU device is always there (Warp's name, for portable device selection)."""
+    return True
+
+
+def get_preferred_device() -> Device:
+    """The first CUDA device if there is one, else the CPU (Warp's choice)."""
+    cuda = _table().cuda_devices()
+    return cuda[0] if cuda else _table().cpu
+
+
 def synchronize() -> None:
     """Waits for all outstanding work on every device.
 

@@ -13,14 +13,13 @@ LLVM therefore gives another fingerprint and never reuses this answer; where the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from kernelc.runtime.cache import DiskCache
+from kernelc.runtime.cache import DiskCache, sha256
 
 _FORMAT = "kernelc-host-1"  # bump when the fingerprint or the stored fields change
 # /proc/cpuinfo lines that identify the processor and what it can run (x86, then Arm);
@@ -60,15 +59,19 @@ class HostTarget:
                           ".".join(map(str, llvm.llvm_version_info)))
 
 
-def host_fingerprint() -> str | None:
-    """A hash of everything LLVM's host detection depends on, or None off Linux."""
+def host_fingerprint(cpuinfo: bytes | None = None, llvmlite_id: str | None = None) -> str | None:
+    """A hash of everything LLVM's host detection depends on, or None off Linux.
+
+    `cpuinfo` and `llvmlite_id` default to this machine's (tests pass others).
+    """
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        with open("/proc/cpuinfo", "rb") as f:
-            cpuinfo = f.read(1 << 16)  # the first processors are enough: they repeat
-    except OSError:
-        return None
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", "rb") as f:
+                cpuinfo = f.read(1 << 16)  # the first processors are enough: they repeat
+        except OSError:
+            return None
     lines = []
     for raw in cpuinfo.decode("utf-8", "replace").splitlines():
         name, sep, value = raw.partition(":")
@@ -76,13 +79,11 @@ def host_fingerprint() -> str | None:
             line = f"{name.strip()}:{value.strip()}"
             if line not in lines:
                 lines.append(line)
-    if not lines:
-        return None
-    llvmlite_id = _llvmlite_identity()
-    if llvmlite_id is None:
+    llvmlite_id = llvmlite_id if llvmlite_id is not None else _llvmlite_identity()
+    if not lines or llvmlite_id is None:
         return None
     text = "\n".join([_FORMAT, sys.platform, os.uname().machine, llvmlite_id, *lines])
-    return hashlib.sha256(text.encode()).hexdigest()[:40]
+    return sha256(text.encode()).hexdigest()[:40]
 
 
 def _llvmlite_identity() -> str | None:
@@ -99,7 +100,7 @@ def _llvmlite_identity() -> str | None:
     parts = []
     try:
         with open(os.path.join(root, "_version.py"), "rb") as f:
-            parts.append(hashlib.sha256(f.read()).hexdigest())
+            parts.append(sha256(f.read()).hexdigest())
         with os.scandir(os.path.join(root, "binding")) as entries:
             for entry in sorted(entries, key=lambda e: e.name):
                 if entry.name.startswith(("libllvmlite", "llvmlite")):
@@ -123,13 +124,14 @@ def resolve_host(cache_dir: str, from_llvm: Callable[[], HostTarget]) -> HostTar
     return host
 
 
-def remember(cache_dir: str, host: HostTarget, fingerprint: str | None = None) -> None:
+def remember(cache_dir: str, host: HostTarget, fingerprint: str | None = None,
+             replace: bool = False) -> None:
     """Stores `host` under this machine's fingerprint in `cache_dir` (if not there yet)."""
     fingerprint = fingerprint or host_fingerprint()
     if fingerprint is None:
         return
     disk = DiskCache(cache_dir)
-    if not disk.exists(_entry(fingerprint), "json"):
+    if replace or not disk.exists(_entry(fingerprint), "json"):
         disk.store(_entry(fingerprint), "json", json.dumps(asdict(host)).encode())
 
 

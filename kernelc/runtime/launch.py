@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from kernelc import types as T
-from kernelc.config import config
+from kernelc.config import ReduceMode, config
 from kernelc.errors import KernelError, KernelRuntimeError, render_caret
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
@@ -61,6 +61,8 @@ def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Ty
             return kc_type
         if value is None and isinstance(want, T.ArrayType) and want.dtype is not None:
             return want  # a null array, as Warp allows
+        if isinstance(value, np.ndarray) and want is not None and kc_type is None:
+            return _numpy_arg_type(want, value, device, fail)
         if isinstance(value, np.ndarray):
             raise fail("expected a kernelc array, got a numpy.ndarray (wrap it with kc.array)")
         if want is not None:
@@ -79,6 +81,48 @@ def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Ty
             raise fail(f"expected {want!r}, got {type(value).__name__} {value!r}")
         return want
     return _other_arg_type(want, value, fail)
+
+
+def _numpy_arg_type(want: T.ArrayType, value: np.ndarray, device, fail) -> T.ArrayType:
+    """The array type a NumPy array has as a kernel argument. As in Warp, a CPU launch uses
+    its memory in place (the kernel's writes show up in it); its dtype must be the
+    parameter's exactly (`(n, 3)` float32 for `vec3`), nothing is converted."""
+    from kernelc.runtime.memory import aliasable, element_layout
+
+    if not device.is_cpu:
+        raise fail(f"a NumPy array can only be used in place by a CPU launch, not on "
+                   f"'{device}' (as in Warp); copy it there with kc.array(x, device=...)")
+    if want.dtype is None:  # a generic array parameter: the NumPy scalar type
+        try:
+            elem = T.from_numpy_dtype(value.dtype)
+        except TypeError:
+            raise fail(f"NumPy dtype {value.dtype} has no kernelc equivalent") from None
+    else:
+        elem = want.dtype
+    np_dtype, inner = element_layout(elem)
+    if value.dtype != np_dtype:
+        raise fail(f"expected an array of {elem!r}, got a NumPy array of {value.dtype} "
+                   f"(NumPy data is used in place, never converted)")
+    ndim = value.ndim - len(inner)
+    if ndim != want.ndim or value.shape[ndim:] != inner:
+        what = f"shape {value.shape}" if inner else f"a {value.ndim}-d NumPy array"
+        trailing = f" of shape (..., {', '.join(map(str, inner))})" if inner else ""
+        raise fail(f"expected a {want.ndim}-d array{trailing}, got {what}")
+    if not aliasable(value, np_dtype, inner):
+        raise fail("this NumPy array cannot be used in place (read-only, misaligned, "
+                   "negative strides or unpacked elements); pass kc.array(x) for a copy")
+    return T.ArrayType(elem, want.ndim)
+
+
+def _in_place_arrays(values: Sequence[Any], types: Sequence[T.Type]) -> list[Any]:
+    """`values` with each NumPy array argument replaced by a kernelc array over its memory."""
+    if not any(isinstance(v, np.ndarray) for v in values):
+        return list(values)
+    from kernelc.runtime.array import array
+
+    return [array(v, dtype=t.dtype, device="cpu", copy=False)
+            if isinstance(v, np.ndarray) and isinstance(t, T.ArrayType) else v
+            for v, t in zip(values, types)]
 
 
 def _scalar_type_of(value: Any, fail) -> T.Type:
@@ -157,26 +201,69 @@ class Launch:
         self.device = device
         self.values = list(values)  # keeps the arrays alive while the packed pointers exist
         self.size = math.prod(dims)
-        self.args = pack_args(compiled, values, dims)
         self.error = ErrorRecord()
-        self.args.error = ctypes.addressof(self.error)
-        self._args_ptr = ctypes.addressof(self.args)
+        self._repack()
 
     def set_param_at_index(self, index: int, value: Any) -> None:
-        self.values[index] = value
+        """Replaces argument `index`; the value must have the type the launch was
+        compiled for (a NumPy array is used in place, as by `launch`)."""
+        names = self.kernel.arg_names
+        if not -len(names) <= index < len(names):
+            raise IndexError(f"kernel '{self.kernel.__name__}' has {len(names)} parameters, "
+                             f"no index {index}")
+        index %= len(names)
+        name = names[index]
+        t = arg_type(self.kernel, name, self.kernel.param_types[index], value, self.device)
+        if t != self.compiled.params[index]:
+            raise KernelError(f"argument '{name}': this launch was compiled for "
+                              f"{self.compiled.params[index]!r}, got {t!r}",
+                              self.kernel._param_loc(name), self.kernel.__name__)
+        self.values[index] = _in_place_arrays([value], [t])[0]
+        self._repack()
+
+    def set_param_by_name(self, name: str, value: Any) -> None:
+        """Replaces the argument of the parameter called `name` (see `set_param_at_index`)."""
+        names = self.kernel.arg_names
+        if name not in names:
+            raise ValueError(f"argument '{name}' not found in kernel '{self.kernel.__name__}' "
+                             f"(parameters: {', '.join(names)})")
+        self.set_param_at_index(names.index(name), value)
+
+    def set_params(self, values: Sequence[Any]) -> None:
+        """Replaces every argument, in parameter order."""
+        if len(values) != len(self.values):
+            raise ValueError(f"kernel '{self.kernel.__name__}' takes {len(self.values)} "
+                             f"arguments, {len(values)} given")
+        for i, v in enumerate(values):
+            self.set_param_at_index(i, v)
+
+    def set_dim(self, dim: Any) -> None:
+        """Changes the launch shape (an int or a tuple of up to 4 ints)."""
+        self.dims = normalize_dim(self.kernel, dim)
+        self.size = math.prod(self.dims)
+        self._repack()
+
+    def _repack(self) -> None:
         self.args = pack_args(self.compiled, self.values, self.dims)
         self.args.error = ctypes.addressof(self.error)
         self._args_ptr = ctypes.addressof(self.args)
+        self.expand = None  # ReduceMode.Expand's private copies, if the kernel asks for them
+        if self.kernel.options.get("reduce_mode") or config.reduce_mode is not ReduceMode.Direct:
+            from kernelc.runtime.expand import expanded_run
+
+            overlapping = _overlapping(self.values, self.compiled.params)
+            self.expand = expanded_run(self.kernel, self.compiled, self.args, self.values,
+                                       overlapping)
 
     def launch(self) -> None:
         if self.size == 0:
             return
         run_cpu(self.kernel, self.compiled, self._args_ptr, self.size, self.error, self.dims,
-                self.device)
+                self.device, self.expand)
 
 
 def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorRecord,
-            dims, device) -> None:
+            dims, device, expand=None) -> None:
     rt = get_runtime()
     rec = rt.recorder
     token = None
@@ -189,6 +276,8 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
     t0 = time.perf_counter_ns() if (history or trace is not None) else 0
     if size < (64 if compiled.has_loops else 16384):  # not worth waking the workers
         compiled.cfunc(args_ptr, 0, size)
+    elif expand is not None:
+        expand.run(compiled.cfunc, size, cpu_state(config.num_threads).pool)
     else:
         cpu_state(config.num_threads).pool.run(compiled.cfunc, args_ptr, size, 8 if compiled.has_loops else 1)
     if compiled.has_print:
@@ -286,7 +375,7 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
         # The same argument objects as last time (a simulation loop): reuse the packing.
         cmd = last[4]
         if record_cmd:
-            return Launch(kernel, cmd.compiled, cmd.dims, values, cmd.device)
+            return Launch(kernel, cmd.compiled, cmd.dims, cmd.values, cmd.device)
         capture = get_runtime().extras.get("capture")
         if capture is None or not capture.intercept(cmd):  # a CPU graph capture records it
             cmd.launch()
@@ -304,14 +393,17 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     if not dev.is_cpu:
         from kernelc.runtime.cuda_launch import launch_cuda
 
+        if block_dim is None:
+            block_dim = _module_block_dim(kernel)
         return launch_cuda(kernel, dims, values, types, dev, stream, block_dim, record_cmd)
-    _check_strides(kernel, names, types, values)
+    arrays = _in_place_arrays(values, types)
+    _check_strides(kernel, names, types, arrays)
     from kernelc.runtime.compiler import get_cpu_kernel
 
     compiled = get_cpu_kernel(kernel, types)
-    if compiled.private_params and _overlapping(values, types):
+    if compiled.private_params and _overlapping(arrays, types):
         compiled = get_cpu_kernel(kernel, types, private_atomics=False)
-    cmd = Launch(kernel, compiled, dims, values, dev)
+    cmd = Launch(kernel, compiled, dims, arrays, dev)
     if record_cmd:
         return cmd
     # Keeps the last arguments alive until the next launch of this kernel, like a recorded
@@ -321,6 +413,12 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     if capture is None or not capture.intercept(cmd):  # a CPU graph capture records it
         cmd.launch()
     return None
+
+
+def _module_block_dim(kernel) -> int | None:
+    """The `block_dim` set with `kc.set_module_options` for the kernel's module, if any."""
+    options = get_runtime().extras.get("module_options", {}).get(kernel.module)
+    return None if options is None else options.get("block_dim")
 
 
 def _overlapping(values, types) -> bool:

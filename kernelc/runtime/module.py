@@ -19,6 +19,60 @@ def constant(value: Any) -> Any:
     return value
 
 
+# Warp's module options. kernelc honours `block_dim` (the default block size of CUDA launches
+# of the module's kernels); the others are stored and returned but have no effect (kernelc
+# builds no backward kernels, leaves unrolling and FP contraction to LLVM/NVRTC, and takes
+# `mode` and `lineinfo` from `kc.config`).
+_MODULE_OPTION_DEFAULTS: dict[str, Any] = {
+    "max_unroll": None, "enable_backward": None, "fast_math": False, "fuse_fp": True,
+    "lineinfo": None, "cuda_output": None, "mode": None, "optimization_level": None,
+    "cpu_compiler_flags": None, "block_dim": 256, "compile_time_trace": None,
+    "strip_hash": False,
+}
+_FROM_CONFIG = ("max_unroll", "enable_backward", "lineinfo", "compile_time_trace")
+
+
+def _module_name(module: Any, depth: int) -> str:
+    if module is None:  # as in Warp: the module of the caller
+        return sys._getframe(depth + 1).f_globals.get("__name__", "__main__")
+    if isinstance(module, str):
+        return module
+    name = getattr(module, "__name__", None)
+    if not isinstance(name, str):
+        raise TypeError(f"a module is a module object or its name, not {type(module).__name__}")
+    return name
+
+
+def module_options(name: str) -> dict[str, Any]:
+    """The options of the module called `name` (Warp's defaults until set)."""
+    table = get_runtime().extras.setdefault("module_options", {})
+    options = table.get(name)
+    if options is None:
+        options = dict(_MODULE_OPTION_DEFAULTS)
+        for key in _FROM_CONFIG:
+            options[key] = getattr(config, key)
+        table[name] = options
+    return options
+
+
+def set_module_options(options: dict[str, Any], module: Any = None) -> None:
+    """Updates the options of `module` (default: the calling module), as Warp's
+    `wp.set_module_options`. Any of Warp's keys is accepted; kernelc acts on `block_dim`
+    (default CUDA block size for launches of the module's kernels) and ignores the rest.
+    """
+    if not isinstance(options, dict):
+        raise TypeError(f"set_module_options() takes a dict, got {type(options).__name__}")
+    block_dim = options.get("block_dim")
+    if block_dim is not None and not (isinstance(block_dim, int) and 1 <= block_dim <= 1024):
+        raise ValueError(f"block_dim must be an int from 1 to 1024, got {block_dim!r}")
+    module_options(_module_name(module, 1)).update(options)
+
+
+def get_module_options(module: Any = None) -> dict[str, Any]:
+    """The options of `module` (default: the calling module); see `set_module_options`."""
+    return module_options(_module_name(module, 1))
+
+
 def clear_kernel_cache() -> None:
     """Deletes every compiled kernel in the disk cache (`kc.config.kernel_cache_dir`)."""
     from kernelc.runtime.cache import DiskCache

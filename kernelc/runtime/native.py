@@ -102,11 +102,16 @@ class Linker:
     """Runs link jobs one at a time on a background thread started when there is work."""
 
     def __init__(self) -> None:
+        self._compiler: str | None | bool = False  # False: not looked for yet
+        self._reset()
+        if hasattr(os, "register_at_fork"):  # a forked child starts with no links of its own
+            os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
         self._cond = threading.Condition()
         self._jobs: deque[LinkJob] = deque()
         self._running: LinkJob | None = None
         self._thread: threading.Thread | None = None
-        self._compiler: str | None | bool = False  # False: not looked for yet
 
     @property
     def compiler(self) -> str | None:
@@ -153,6 +158,8 @@ class Linker:
                 job = self._running = self._jobs.popleft()
             try:
                 job.run(self.compiler or "cc")
+            except Exception:  # a lost link only leaves the kernel on the JIT path
+                pass
             finally:
                 with self._cond:
                     self._running = None

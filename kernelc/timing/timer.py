@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import cProfile
-import pstats
 import sys
 import threading
 import time
@@ -97,7 +95,7 @@ class ScopedTimer:
         self.report_func = report_func or activity.timing_print
         self.skip_tape = skip_tape
         self._session: Any = None
-        self._profiler: cProfile.Profile | None = None
+        self._profiler = None  # a cProfile.Profile when detailed=True
         self._range: profile_range | None = None
         self._start_ns = 0
 
@@ -113,6 +111,8 @@ class ScopedTimer:
                 activity.synchronize_devices()
             self._session = activity.begin_session(self.cuda_filter)
         if self.detailed:
+            import cProfile  # only for detailed=True: keeps it out of import kernelc
+
             self._profiler = cProfile.Profile()
             self._profiler.enable()
         if self.use_nvtx:
@@ -141,6 +141,8 @@ class ScopedTimer:
             self._range = None
         if self._profiler is not None:
             self._profiler.disable()
+            import pstats
+
             stats = pstats.Stats(self._profiler, stream=sys.stdout)
             stats.sort_stats(pstats.SortKey.CUMULATIVE).print_stats()
             self._profiler = None

@@ -98,10 +98,10 @@ def array_scan(in_array: Any, out_array: Any, inclusive: bool = True) -> None:
         inclusive: Inclusive (True) or exclusive (False) scan.
 
     Raises:
-        RuntimeError: The devices, sizes or dtypes of the arrays differ (raised as
-            `UtilsValueError`, also a ValueError), the dtype is not supported
-            (`UtilsTypeError`, also a TypeError), or an array is neither one-dimensional
-            nor contiguous.
+        RuntimeError: The devices or sizes of the arrays differ, or an array is neither
+            one-dimensional nor contiguous (raised as `UtilsValueError`, also a
+            ValueError); the dtypes differ or are not supported (`UtilsTypeError`, also a
+            TypeError).
     """
     C.check_array(in_array, "in_array")
     C.check_array(out_array, "out_array")

@@ -3,7 +3,8 @@
 Keys are handled as their bit patterns (unsigned integers of the key's width), mapped to
 an order-preserving unsigned "radix key": signed integers get their sign bit flipped,
 floats get their sign bit flipped if positive and every bit flipped if negative (so that
--inf < -1 < -0 < +0 < 1 < inf, NaNs at the ends by sign). Values are moved as raw 4- or
+-inf < -1 < -0 < +0 < 1 < inf, NaNs at the ends by sign). Signed and float keys are
+encoded so in place before the passes and decoded after them. Values are moved as raw 4- or
 8-byte patterns, so any value type of those sizes works.
 
 Each pass sorts by one RADIX_BITS-bit digit in three steps over blocks of consecutive
@@ -44,21 +45,29 @@ _KEYS = {
 _VALUE_BITS = {4: T.uint32, 8: T.uint64}
 
 
+@builtin
+def radix_sort_flip(keys: Any, top: Any, if_set: Any, if_clear: Any):
+    # Encodes keys into radix keys in place (if_set, if_clear = the flips for a negative and
+    # a non-negative pattern), or decodes them (the same flips swapped).
+    i = kc.tid()
+    k = keys[i]
+    keys[i] = k ^ kc.where((k >> top) != 0, if_set, if_clear)
+
+
 @kc.func
-def radix_digit(k: Any, shift: Any, mask: Any, top: Any, neg_flip: Any, pos_flip: Any) -> int:
-    r = k ^ kc.where((k >> top) != 0, neg_flip, pos_flip)
-    return int((r >> shift) & mask)
+def radix_digit(k: Any, shift: Any, mask: Any) -> int:
+    # The last `& (RADIX - 1)` tells the compiler the digit indexes a RADIX-long array.
+    return int((k >> shift) & mask) & (RADIX - 1)
 
 
 @builtin
 def radix_sort_histogram(keys: Any, n: int, src: int, block: int, blocks: int, shift: Any,
-                         mask: Any, top: Any, neg_flip: Any, pos_flip: Any,
-                         counts: kc.array(dtype=int)):
+                         mask: Any, counts: kc.array(dtype=int)):
     b = kc.tid()
     hist = kc.zeros(shape=RADIX, dtype=int)
     start = b * block
     for j in range(start, min(start + block, n)):
-        d = radix_digit(keys[src + j], shift, mask, top, neg_flip, pos_flip)
+        d = radix_digit(keys[src + j], shift, mask)
         hist[d] = hist[d] + 1
     for d in range(RADIX):
         counts[d * blocks + b] = hist[d]
@@ -66,8 +75,7 @@ def radix_sort_histogram(keys: Any, n: int, src: int, block: int, blocks: int, s
 
 @builtin
 def radix_sort_scatter(keys: Any, values: Any, n: int, src: int, dst: int, block: int,
-                       blocks: int, shift: Any, mask: Any, top: Any, neg_flip: Any,
-                       pos_flip: Any, offsets: kc.array(dtype=int)):
+                       blocks: int, shift: Any, mask: Any, offsets: kc.array(dtype=int)):
     b = kc.tid()
     pos = kc.zeros(shape=RADIX, dtype=int)
     for d in range(RADIX):
@@ -75,7 +83,7 @@ def radix_sort_scatter(keys: Any, values: Any, n: int, src: int, dst: int, block
     start = b * block
     for j in range(start, min(start + block, n)):
         k = keys[src + j]
-        d = radix_digit(k, shift, mask, top, neg_flip, pos_flip)
+        d = radix_digit(k, shift, mask)
         p = pos[d]
         pos[d] = p + 1
         keys[dst + p] = k
@@ -147,8 +155,13 @@ def radix_sort_pairs(keys: Any, values: Any, count: int, begin_bit: int = 0,
     value_bits = _VALUE_BITS[values.dtype.size]
     k = C.view(keys, bits, (2 * count,), (bits.size,))
     v = C.view(values, value_bits, (2 * count,), (value_bits.size,))
-    flips = (bits(width - 1), bits(neg_flip), bits(pos_flip))
-    _sort(k, v, count, range(begin_bit, end_bit, RADIX_BITS), end_bit, flips, keys.device)
+    device = keys.device
+    top = bits(width - 1)
+    if neg_flip:  # signed and float keys: sorted as order-preserving unsigned radix keys
+        C.launch(radix_sort_flip, count, [k, top, bits(neg_flip), bits(pos_flip)], device)
+    _sort(k, v, count, range(begin_bit, end_bit, RADIX_BITS), end_bit, device)
+    if neg_flip:
+        C.launch(radix_sort_flip, count, [k, top, bits(pos_flip), bits(neg_flip)], device)
 
 
 def _count(count: Any) -> int:
@@ -161,8 +174,7 @@ def _count(count: Any) -> int:
     return n
 
 
-def _sort(keys: Any, values: Any, n: int, shifts: range, end_bit: int, flips: tuple,
-          device: Any) -> None:
+def _sort(keys: Any, values: Any, n: int, shifts: range, end_bit: int, device: Any) -> None:
     bits = keys.dtype
     block = block_size(n, device)
     blocks = C.cdiv(n, block)
@@ -173,7 +185,7 @@ def _sort(keys: Any, values: Any, n: int, shifts: range, end_bit: int, flips: tu
     skip_check = device.is_cpu and get_runtime().extras.get("capture") is None
     src, dst = 0, n
     for shift in shifts:
-        digit = (bits(shift), bits((1 << min(RADIX_BITS, end_bit - shift)) - 1), *flips)
+        digit = (bits(shift), bits((1 << min(RADIX_BITS, end_bit - shift)) - 1))
         C.launch(radix_sort_histogram, blocks, [keys, n, src, block, blocks, *digit, counts],
                  device)
         if skip_check and counts.numpy().reshape(RADIX, blocks).sum(axis=1).max() == n:

@@ -1,0 +1,97 @@
+"""`ReduceMode.Expand` on the CPU: contended atomics go to per-worker private copies.
+
+A kernel launched with `ReduceMode.Expand` whose array parameters are only updated through
+atomics (see `ir.analysis.reduction_targets`) runs its thread blocks with those arrays
+replaced by private copies, one per block that runs at the same time: the blocks never
+contend, and their atomics hit memory no other thread touches. After the run the copies are
+combined into the arrays (summed for add/sub, the minimum or maximum for min/max). The
+result is the same as with direct atomics up to the order of floating-point additions,
+which atomics do not fix either.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import queue
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kernelc.config import ReduceMode, config
+from kernelc.runtime.memory import contiguous_strides
+
+
+def reduce_mode(kernel: Any) -> ReduceMode:
+    """The kernel's `reduce_mode` option, else `kc.config.reduce_mode`."""
+    mode = kernel.options.get("reduce_mode") or config.reduce_mode
+    if not isinstance(mode, ReduceMode):
+        raise TypeError(f"reduce_mode must be a kc.ReduceMode, got {mode!r}")
+    return mode
+
+
+def expanded_run(kernel: Any, compiled: Any, args: ctypes.Structure, values: Sequence[Any],
+                 overlapping: bool) -> ExpandedRun | None:
+    """The private-copy plan of a CPU launch in `ReduceMode.Expand`, or None when there is
+    nothing to expand (no qualifying array, arrays that share memory, one worker)."""
+    if reduce_mode(kernel) is not ReduceMode.Expand or overlapping or config.num_threads < 2:
+        return None
+    from kernelc.ir.analysis import reduction_targets
+
+    fn = kernel.get_ir(compiled.params).kernel
+    found = reduction_targets(fn)
+    index = {p.id: i for i, p in enumerate(fn.params)}
+    # Thread-private arrays (`compiled.private_params`, by value id) see no contention.
+    targets = {index[pid]: kind for pid, kind in found.items()
+               if pid not in compiled.private_params and values[index[pid]] is not None}
+    return ExpandedRun(args, values, targets) if targets else None
+
+
+class ExpandedRun:
+    """Private copies of a launch's reduction targets and the argument blocks that use them."""
+
+    def __init__(self, args: ctypes.Structure, values: Sequence[Any], targets: dict[int, str]):
+        self.targets = [(i, kind, values[i].numpy()) for i, kind in sorted(targets.items())]
+        copies = config.num_threads + 1  # the pool's workers and the calling thread
+        self.copies: list[list[np.ndarray]] = []
+        self.free: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(copies):
+            block_args = type(args).from_buffer_copy(args)
+            own = []
+            for i, _kind, view in self.targets:
+                private = np.empty(view.shape, view.dtype)
+                field = getattr(block_args, f"p{i}")
+                field.data = private.ctypes.data
+                outer = values[i].ndim
+                elem = values[i].dtype.size
+                for k, stride in enumerate(contiguous_strides(values[i].shape, elem)[:outer]):
+                    field.strides[k] = stride
+                own.append(private)
+            self.copies.append(own)
+            self.free.put((block_args, ctypes.addressof(block_args)))  # keeps them alive
+
+    def run(self, cfunc: Any, size: int, pool: Any) -> None:
+        """Runs threads [0, size) on the pool with private copies, then combines them."""
+        for own in self.copies:
+            for private, (_i, kind, view) in zip(own, self.targets):
+                if kind == "add":
+                    private.fill(0)
+                else:
+                    private[...] = view
+
+        def block(_args: int, start: int, end: int) -> None:
+            entry = self.free.get()
+            try:
+                cfunc(entry[1], start, end)
+            finally:
+                self.free.put(entry)
+
+        pool.run(block, 0, size, 1)
+        for k, (_i, kind, view) in enumerate(self.targets):
+            stack = np.stack([own[k] for own in self.copies])
+            if kind == "add":
+                view += stack.sum(axis=0, dtype=view.dtype)
+            elif kind == "min":
+                np.minimum(view, stack.min(axis=0), out=view)
+            else:
+                np.maximum(view, stack.max(axis=0), out=view)
