@@ -7,6 +7,7 @@ indexed, used in NumPy arithmetic and read back with `np.asarray`.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -95,23 +96,22 @@ _define()
 # ---- host values ---------------------------------------------------------------------------
 
 
-def _binary(name: str, reflected: bool = False, symbol: str | None = None):
-    def op(self, other):
-        from kernelc.runtime.host_call import binary
+_NUMPY_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+              "div": operator.truediv, "mod": operator.mod, "matmul": operator.matmul}
 
+
+def _binary(name: str, reflected: bool = False):
+    def op(self, other):
         a, b = (other, self) if reflected else (self, other)
-        return binary(name, a, b, reflected, symbol)
+        if self._kc_type is None:  # no longer a vector or matrix (reshaped to 3-d, ...)
+            return _NUMPY_OPS[name](np.asarray(a), np.asarray(b))
+        from kernelc.runtime import host_call
+
+        if name == "matmul":
+            return host_call.matmul(a, b, reflected)
+        return host_call.binary(name, a, b, reflected)
 
     op.__name__ = f"__{'r' if reflected else ''}{name}__"
-    return op
-
-
-def _matmul(reflected: bool):
-    def op(self, other):
-        from kernelc.runtime.host_call import matmul
-
-        return matmul(other, self, True) if reflected else matmul(self, other, False)
-
     return op
 
 
@@ -140,7 +140,7 @@ class HostValue(np.ndarray):
     __mul__, __rmul__ = _binary("mul"), _binary("mul", True)
     __truediv__, __rtruediv__ = _binary("div"), _binary("div", True)
     __mod__, __rmod__ = _binary("mod"), _binary("mod", True)
-    __matmul__, __rmatmul__ = _matmul(False), _matmul(True)
+    __matmul__, __rmatmul__ = _binary("matmul"), _binary("matmul", True)
     # Warp's values have no in-place operators: `v += w` rebinds `v` to a new value.
     __iadd__, __isub__, __imul__ = __add__, __sub__, __mul__
     __itruediv__, __imod__, __imatmul__ = __truediv__, __mod__, __matmul__
@@ -169,7 +169,13 @@ class HostValue(np.ndarray):
         return self.copy()
 
     def __eq__(self, other: Any) -> bool:  # type: ignore[override]
-        """Warp's equality: same shape and equal components (any sequence, any dtype)."""
+        """Warp's equality: same shape and equal components (any sequence, any dtype).
+
+        A NumPy array of another shape compares element-wise, as NumPy does with Warp's
+        values (`positions == kc.vec3(0.0)` is a boolean array)."""
+        if isinstance(other, np.ndarray) and not isinstance(other, HostValue) \
+                and other.shape != self.shape:
+            return NotImplemented
         try:
             values = np.asarray(other)
         except Exception:  # ragged sequences and the like are simply not equal
@@ -179,7 +185,8 @@ class HostValue(np.ndarray):
         return bool(np.all(np.asarray(self) == values))
 
     def __ne__(self, other: Any) -> bool:  # type: ignore[override]
-        return not self.__eq__(other)
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -1,5 +1,6 @@
 """Warp-style kernels, part 2: random numbers, multi-dimensional launches, integer and float
-semantics, compile-time values, precisions; and kernel features kernelc lacks today.
+semantics, compile-time values, precisions; vector constants, func defaults and math
+constants.
 
 See `tests/porting_programs.py` for how these programs run under Warp and kernelc.
 """
@@ -240,7 +241,7 @@ def program_precisions():
     return {"half": oh.numpy(), "double": od.numpy(), "vec3d": ov.numpy(), "local": out.numpy()}
 
 
-# ---- Warp features that kernelc gets wrong or lacks today (xfail in test_porting.py) -----------------
+# ---- vector constants, func default values, math constants ----------------------------------
 
 GRAVITY_VEC = wp.constant(wp.vec3(0.0, -9.8, 0.0))
 UP = wp.vec3(0.0, 1.0, 0.0)

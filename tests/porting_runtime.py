@@ -1,6 +1,6 @@
 """Warp-style programs, part 3: the host-side API (arrays, host values, launch options,
-devices, ScopedTimer, streams and events, kernel cache and config) and host features
-kernelc lacks today.
+devices, ScopedTimer, streams and events, kernel cache and config), NumPy arrays as kernel
+arguments, builtins called on the host and host vector/matrix products.
 
 See `tests/porting_programs.py` for how these programs run under Warp and kernelc.
 """
@@ -325,7 +325,7 @@ def program_cache_and_config():
     }
 
 
-# ---- Warp host-side features that kernelc lacks or gets wrong (xfail in test_porting.py) ----------
+# ---- NumPy arguments, host builtins, host products ---------------------------------------
 
 
 @program

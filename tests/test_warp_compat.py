@@ -1,6 +1,6 @@
 """Warp behaviours ported code relies on: host products, vector constants, func defaults,
-NumPy arrays as kernel arguments, builtins on the host, math constants, Warp's smaller names
-and `kc.ReduceMode` (see docs/porting.md). References: NumPy in float64, or the same
+NumPy arrays as kernel arguments, builtins on the host, math constants and Warp's smaller
+names (see docs/porting.md). References: NumPy in float64, or the same
 builtin run in a kernel (host calls must agree with kernels bit for bit)."""
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def test_vector_constants_compile_for_cuda():
 
 
 @kc.func
-def scaled(x: float, factor: float = 2.0, offset: kc.vec2 = kc.vec2(1.0, 10.0)):
+def scaled(x: float, factor: float = 2.0, offset: kc.vec2 = kc.vec2(1.0, 10.0)):  # noqa: B008
     return x * factor + offset[1]
 
 
@@ -577,76 +577,3 @@ def test_recorded_launch_setters():
         cmd.set_param_at_index(2, 1.0)
     with pytest.raises(kc.KernelError, match="must not be negative"):
         cmd.set_dim(-1)
-
-
-# ---- 8. kc.ReduceMode -----------------------------------------------------------------------
-
-
-@kc.kernel(reduce_mode=kc.ReduceMode.Expand)
-def histogram_expand(x: kc.array(dtype=int), h: kc.array(dtype=float),
-                     n: kc.array2d(dtype=int), lo: kc.array(dtype=float),
-                     hi: kc.array(dtype=kc.vec2)):
-    i = kc.tid()
-    k = x[i] % 16
-    kc.atomic_add(h, k, 0.25)
-    n[k % 4, 1] -= 1
-    kc.atomic_min(lo, k % 3, float(x[i]))
-    kc.atomic_max(hi, 0, kc.vec2(float(x[i]), -float(x[i])))
-
-
-@kc.kernel(reduce_mode=kc.ReduceMode.Expand)
-def uses_old_value(x: kc.array(dtype=int), h: kc.array(dtype=int), ticket: kc.array(dtype=int)):
-    i = kc.tid()
-    ticket[i] = kc.atomic_add(h, x[i] % 4, 1)  # needs the true old value: never expanded
-
-
-def _histogram_inputs(n):
-    x = np.random.default_rng(3).integers(0, 10_000, n).astype(np.int32)
-    return x, [kc.array(x), kc.zeros(16), kc.zeros((4, 2), dtype=int), kc.full(3, 1e9),
-               kc.full(1, kc.vec2(-1e9, -1e9), dtype=kc.vec2)]
-
-
-@pytest.mark.parametrize("mode", list(kc.ReduceMode))
-def test_reduce_modes_agree_with_numpy(mode, monkeypatch):
-    monkeypatch.setattr(kc.config, "num_threads", 4)
-    monkeypatch.setattr(kc.config, "reduce_mode", mode)
-    for kernel in (histogram_expand, histogram_direct):
-        x, args = _histogram_inputs(100_000)
-        kc.launch(kernel, len(x), inputs=args)
-        k = x % 16
-        np.testing.assert_array_equal(args[1].numpy(), np.bincount(k, minlength=16) * 0.25)
-        np.testing.assert_array_equal(args[2].numpy()[:, 1], -np.bincount(k % 4, minlength=4))
-        np.testing.assert_array_equal(args[3].numpy(), [x[k % 3 == r].min() for r in range(3)])
-        np.testing.assert_array_equal(args[4].numpy(), [[x.max(), -x.min()]])
-
-
-@kc.kernel
-def histogram_direct(x: kc.array(dtype=int), h: kc.array(dtype=float),
-                     n: kc.array2d(dtype=int), lo: kc.array(dtype=float),
-                     hi: kc.array(dtype=kc.vec2)):
-    i = kc.tid()
-    k = x[i] % 16
-    kc.atomic_add(h, k, 0.25)
-    n[k % 4, 1] -= 1
-    kc.atomic_min(lo, k % 3, float(x[i]))
-    kc.atomic_max(hi, 0, kc.vec2(float(x[i]), -float(x[i])))
-
-
-def test_expand_uses_private_copies_only_where_it_may(monkeypatch):
-    monkeypatch.setattr(kc.config, "num_threads", 4)
-    _, args = _histogram_inputs(1000)
-    cmd = kc.launch(histogram_expand, 1000, inputs=args, record_cmd=True)
-    assert [(i, kind) for i, kind, _ in cmd.expand.targets] == [
-        (1, "add"), (2, "add"), (3, "min"), (4, "max")]
-    assert kc.launch(histogram_direct, 1000, inputs=args, record_cmd=True).expand is None
-    x = kc.array(np.arange(100_000, dtype=np.int32))
-    h, ticket = kc.zeros(4, dtype=int), kc.zeros(100_000, dtype=int)
-    cmd = kc.launch(uses_old_value, 100_000, inputs=[x, h, ticket], record_cmd=True)
-    assert cmd.expand is None
-    cmd.launch()
-    assert sorted(ticket.numpy()[::4].tolist()) == list(range(25_000))
-
-
-def test_reduce_mode_must_be_a_reduce_mode():
-    with pytest.raises(TypeError, match="kc.ReduceMode"):
-        kc.kernel(reduce_mode="expand")
