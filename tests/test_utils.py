@@ -369,7 +369,7 @@ def test_cpu_graph_capture_replays_the_utilities(rng):
         order = np.argsort(ks, kind="stable")
         np.testing.assert_array_equal(v.numpy()[:n], order)
         assert total.numpy()[0] == pytest.approx(ks.astype(np.float64).sum(),
-                                                 abs=1e-5 * np.abs(ks).sum())
+                                                 abs=float(1e-5 * np.abs(ks).sum()))
     with pytest.raises(NotImplementedError, match="explicit out"):
         with kc.ScopedCapture(device="cpu"):
             utils.array_sum(k)
@@ -627,9 +627,9 @@ def test_matches_warp(rng, tmp_path):
         np.testing.assert_array_equal(got_values, warp[name + "_values"])
     f, g = kc.array(data["f"]), kc.array(data["g"])
     # float32 sums: Warp adds in one sequence, kernelc in blocks; both round differently.
-    scale = 1e-5 * np.abs(data["f"] * data["g"]).sum()
+    scale = float(1e-5 * np.abs(data["f"] * data["g"]).sum())
     assert utils.array_sum(f) == pytest.approx(float(warp["sum"]),
-                                               abs=1e-5 * np.abs(data["f"]).sum())
+                                               abs=float(1e-5 * np.abs(data["f"]).sum()))
     assert utils.array_inner(f, g) == pytest.approx(float(warp["inner"]), abs=scale)
     np.testing.assert_allclose(utils.array_sum(kc.array(data["m"]), axis=0).numpy(),
                                warp["sum_axis0"], rtol=1e-12)
