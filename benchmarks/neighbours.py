@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
 
-import kernelc as kc
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import kernelc as kc  # noqa: E402  (the checkout this script is in)
 
 try:
     import warp as wp
