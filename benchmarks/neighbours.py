@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
+from _common import print_table  # puts this checkout on sys.path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import kernelc as kc  # noqa: E402  (the checkout this script is in)
+import kernelc as kc
 
 try:
     import warp as wp
@@ -111,9 +109,7 @@ def main() -> int:
     print(f"cores: {os.cpu_count()}, kernelc threads: {kc.config.num_threads}")
     header = ("benchmark", "system", "build", "query", "throughput")
     table = [header] + [r for n in sizes for r in rows(n, 3 if args.quick else 7)]
-    widths = [max(len(r[k]) for r in table) for k in range(len(header))]
-    for r in table:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print_table(table)
     return 0
 
 

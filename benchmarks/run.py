@@ -16,14 +16,11 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 
 import numpy as np
+from _common import ROOT, median_time, print_table  # also puts this checkout on sys.path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # measure the checkout this script is in
-
-import kernelc as kc  # noqa: E402
+import kernelc as kc
 
 try:
     import warp as wp
@@ -32,17 +29,6 @@ try:
     wp.init()
 except Exception:  # warp-lang is optional
     wp = None
-
-
-def median_time(fn, repeat: int, warmup: int = 2) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
 
 
 @kc.kernel
@@ -227,12 +213,6 @@ def startup_rows(repeat: int) -> list[tuple]:
                  f"{np.median(runs['warm']):.1f} ms", f"target <= 10 ms; {llvm}"),
             ]
     return rows
-
-
-def print_table(rows: list[tuple]) -> None:
-    widths = [max(len(str(r[k])) for r in rows) for k in range(4)]
-    for r in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
 def main() -> int:

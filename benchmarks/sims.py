@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-import time
 
 import numpy as np
+from _common import median_time, median_times, print_table  # puts this checkout on sys.path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import kernelc as kc  # noqa: E402  (the checkout this script is in)
+import kernelc as kc
 from kernelc.examples import nbody, wave
 
 try:
@@ -40,31 +37,6 @@ except ImportError:  # Numba is optional
 EPS2 = 0.0025
 C2 = 0.2
 FLOPS_PER_INTERACTION = 20  # the usual N-body convention (sqrt and divide counted as 4 each)
-
-
-def median_time(fn, repeat: int, warmup: int = 1) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
-
-
-def median_times(fns: dict, repeat: int) -> dict:
-    """Median seconds of each function after one warm-up call, timed round-robin so that
-    every system sees the same background load on a shared machine."""
-    for fn in fns.values():
-        fn()
-    times = {name: [] for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t)
-    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 # ---- kernelc: the examples' own kernels, plus a copy for the bandwidth limit ---------------
@@ -253,12 +225,6 @@ def wave_rows(size: int, repeat: int, bandwidth: float) -> list[tuple]:
                      f"{rate:.2f} G points/s",
                      f"{gbs:.1f} GB/s = {gbs / bandwidth:.0%} of copy; err {err:.0e}"))
     return rows
-
-
-def print_table(rows: list[tuple]) -> None:
-    widths = [max(len(str(r[k])) for r in rows) for k in range(4)]
-    for r in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
 def main() -> int:

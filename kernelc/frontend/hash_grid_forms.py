@@ -72,10 +72,6 @@ def _query_value(lowerer, node: ast.Call) -> Val:
     return lowerer.call_func(start, [grid, point, radius])
 
 
-def _query(lowerer, node: ast.Call) -> Val:
-    return _query_value(lowerer, node)
-
-
 def _query_next(lowerer, node: ast.Call) -> Val:
     if node.keywords or len(node.args) != 2:
         raise KernelError("hash_grid_query_next() takes 2 arguments: (query, index)")
@@ -131,5 +127,5 @@ def lower_query_loop(lowerer, node: ast.For) -> None:
     b.append(ir.While(b.loc, tuple(cond_body), found.value, tuple(body)))
 
 
-SPECIAL_FORMS = {"hash_grid_query": _query, "hash_grid_query_next": _query_next,
+SPECIAL_FORMS = {"hash_grid_query": _query_value, "hash_grid_query_next": _query_next,
                  "hash_grid_point_id": _point_id}

@@ -58,7 +58,9 @@ class HashGrid:
         self._keys: array | None = None  # 2n int32: cells, then sort scratch
         self._values: array | None = None  # 2n int32: point indices, then sort scratch
         self.point_ids: array | None = None
-        self._descriptor = zeros(_descriptor_size(), dtype=T.uint8, device=self.device)
+        from kernelc.spatial.hash_grid_lang import DESCRIPTOR_SIZE
+
+        self._descriptor = zeros(DESCRIPTOR_SIZE, dtype=T.uint8, device=self.device)
         self._write_descriptor()
         self.id = self._descriptor.ptr
 
@@ -100,9 +102,8 @@ class HashGrid:
         self.cell_starts.zero_()
         self.cell_ends.zero_()
         if n:
-            cells = lang.compute_cells_f32 if self.dtype == T.float32 else lang.compute_cells_f64
-            launch(cells, n, [points, inv, self.dim_x, self.dim_y, self.dim_z, self._keys,
-                              self._values], device=self.device)
+            launch(lang.compute_cells, n, [points, inv, self.dim_x, self.dim_y, self.dim_z,
+                                           self._keys, self._values], device=self.device)
             # Cells are in [0, cells): sorting on their low bits alone is enough.
             cells = self.dim_x * self.dim_y * self.dim_z
             radix_sort_pairs(self._keys, self._values, n, end_bit=max(1, (cells - 1).bit_length()))
@@ -128,9 +129,3 @@ class HashGrid:
     def __repr__(self) -> str:
         return (f"HashGrid({self.dim_x}, {self.dim_y}, {self.dim_z}, device={self.device}, "
                 f"points={self.num_points})")
-
-
-def _descriptor_size() -> int:
-    from kernelc.spatial import hash_grid_lang as lang
-
-    return lang.DESCRIPTOR_SIZE

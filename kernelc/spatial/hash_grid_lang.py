@@ -8,6 +8,8 @@ the build kernels and the queries, so a point is always looked up where it was s
 
 from __future__ import annotations
 
+from typing import Any
+
 import kernelc as kc
 from kernelc.builtins import BUILTINS
 
@@ -53,13 +55,8 @@ class HashGridQuery:
 
 
 @kc.func
-def cell_coord_f32(v: kc.float32) -> kc.int32:
+def cell_coord(v: Any) -> kc.int32:
     # floor, saturating (NaN -> 0), kept one below INT32_MAX so `end + 1` cannot overflow
-    return kc.min(kc.int32(kc.floor(v)), _INT_MAX_CELL)
-
-
-@kc.func
-def cell_coord_f64(v: kc.float64) -> kc.int32:
     return kc.min(kc.int32(kc.floor(v)), _INT_MAX_CELL)
 
 
@@ -124,23 +121,23 @@ def _query_from(grid: kc.uint64, x0: kc.int32, y0: kc.int32, z0: kc.int32, x1: k
 @kc.func
 def query_f32(grid: kc.uint64, pos: kc.vec3f, radius: kc.float32) -> HashGridQuery:
     inv = _load_f32(grid, DESCRIPTOR_INV_WIDTH_F32 // 4)
-    return _query_from(grid, cell_coord_f32((pos[0] - radius) * inv),
-                       cell_coord_f32((pos[1] - radius) * inv),
-                       cell_coord_f32((pos[2] - radius) * inv),
-                       cell_coord_f32((pos[0] + radius) * inv),
-                       cell_coord_f32((pos[1] + radius) * inv),
-                       cell_coord_f32((pos[2] + radius) * inv))
+    return _query_from(grid, cell_coord((pos[0] - radius) * inv),
+                       cell_coord((pos[1] - radius) * inv),
+                       cell_coord((pos[2] - radius) * inv),
+                       cell_coord((pos[0] + radius) * inv),
+                       cell_coord((pos[1] + radius) * inv),
+                       cell_coord((pos[2] + radius) * inv))
 
 
 @kc.func
 def query_f64(grid: kc.uint64, pos: kc.vec3d, radius: kc.float64) -> HashGridQuery:
     inv = _load_f64(grid, DESCRIPTOR_INV_WIDTH_F64 // 8)
-    return _query_from(grid, cell_coord_f64((pos[0] - radius) * inv),
-                       cell_coord_f64((pos[1] - radius) * inv),
-                       cell_coord_f64((pos[2] - radius) * inv),
-                       cell_coord_f64((pos[0] + radius) * inv),
-                       cell_coord_f64((pos[1] + radius) * inv),
-                       cell_coord_f64((pos[2] + radius) * inv))
+    return _query_from(grid, cell_coord((pos[0] - radius) * inv),
+                       cell_coord((pos[1] - radius) * inv),
+                       cell_coord((pos[2] - radius) * inv),
+                       cell_coord((pos[0] + radius) * inv),
+                       cell_coord((pos[1] + radius) * inv),
+                       cell_coord((pos[2] + radius) * inv))
 
 
 @kc.func
@@ -178,24 +175,14 @@ def point_id(grid: kc.uint64, index: kc.int32) -> kc.int32:
 
 
 @kc.kernel
-def compute_cells_f32(points: kc.array(dtype=kc.vec3f), inv: kc.float32, dim_x: kc.int32,
-                      dim_y: kc.int32, dim_z: kc.int32, keys: kc.array(dtype=kc.int32),
-                      values: kc.array(dtype=kc.int32)):
+def compute_cells(points: kc.array(dtype=Any), inv: Any, dim_x: kc.int32, dim_y: kc.int32,
+                  dim_z: kc.int32, keys: kc.array(dtype=kc.int32),
+                  values: kc.array(dtype=kc.int32)):
+    # `inv` has the points' scalar type: the product rounds as the queries' products do.
     i = kc.tid()
     p = points[i]
-    keys[i] = cell_index(dim_x, dim_y, dim_z, cell_coord_f32(p[0] * inv),
-                         cell_coord_f32(p[1] * inv), cell_coord_f32(p[2] * inv))
-    values[i] = i
-
-
-@kc.kernel
-def compute_cells_f64(points: kc.array(dtype=kc.vec3d), inv: kc.float64, dim_x: kc.int32,
-                      dim_y: kc.int32, dim_z: kc.int32, keys: kc.array(dtype=kc.int32),
-                      values: kc.array(dtype=kc.int32)):
-    i = kc.tid()
-    p = points[i]
-    keys[i] = cell_index(dim_x, dim_y, dim_z, cell_coord_f64(p[0] * inv),
-                         cell_coord_f64(p[1] * inv), cell_coord_f64(p[2] * inv))
+    keys[i] = cell_index(dim_x, dim_y, dim_z, cell_coord(p[0] * inv), cell_coord(p[1] * inv),
+                         cell_coord(p[2] * inv))
     values[i] = i
 
 
@@ -211,5 +198,5 @@ def mark_cells(sorted_cells: kc.array(dtype=kc.int32), n: kc.int32,
 
 
 # A build is library work: its launches report as TIMING_KERNEL_BUILTIN activities.
-for _kernel in (compute_cells_f32, compute_cells_f64, mark_cells):
+for _kernel in (compute_cells, mark_cells):
     _kernel.is_builtin = True

@@ -1,0 +1,47 @@
+"""Timing and table helpers shared by the benchmark scripts."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)  # measure the checkout the scripts are in
+
+
+def median_time(fn: Callable[[], object], repeat: int, warmup: int = 1) -> float:
+    """Median seconds of `fn()` over `repeat` calls after `warmup` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def median_times(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Median seconds of each function after one warm-up call, timed round-robin so that
+    every system sees the same background load on a shared machine."""
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
+def print_table(rows: list[tuple]) -> None:
+    """Rows of equal length (the first is the header), columns padded to their widest cell."""
+    widths = [max(len(str(r[k])) for r in rows) for k in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
