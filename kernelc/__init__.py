@@ -39,6 +39,11 @@ from kernelc.runtime.device import (  # noqa: E402
     get_preferred_device, is_cpu_available, is_cuda_available, set_device, synchronize,
     synchronize_device,
 )
+from kernelc.runtime.mempool import (  # noqa: E402
+    get_cuda_device, get_mempool_release_threshold, get_mempool_used_mem_current,
+    get_mempool_used_mem_high, is_device_available, is_mempool_enabled, is_mempool_supported,
+    is_peer_access_supported, set_mempool_enabled, set_mempool_release_threshold,
+)
 from kernelc.runtime.array import (  # noqa: E402
     array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_dlpack,
     from_numpy, full, full_like, ones, ones_like, to_dlpack, zeros, zeros_like,
@@ -57,7 +62,9 @@ from typing import Any  # noqa: E402  (Warp re-exports typing.Any for generic ke
 from kernelc.runtime.streams import (  # noqa: E402
     ScopedStream, Stream, get_stream, set_stream, synchronize_stream, wait_stream,
 )
-from kernelc.runtime.graph import ScopedCapture, capture_launch  # noqa: E402
+from kernelc.runtime.graph import (  # noqa: E402
+    ScopedCapture, capture_begin, capture_end, capture_launch,
+)
 from kernelc.spatial.hash_grid import HashGrid  # noqa: E402
 
 # ---- timing and profiling ----------------------------------------------------------------
@@ -78,8 +85,21 @@ from kernelc.timing.nvtx import profile_enable, profile_mark, profile_range  # n
 from kernelc.timing.trace import trace_begin, trace_end, trace_export  # noqa: E402
 
 
+# Modules whose public names (their `__all__`) load on first use: they define kernels and
+# funcs, which importing kernelc should not pay for.
+_LAZY_MODULES = (
+    "kernelc.lib.noise",
+    "kernelc.lib.sampling",
+    "kernelc.frontend.linalg_forms",
+    "kernelc.spatial.mesh",
+    "kernelc.spatial.bvh",
+    "kernelc.frontend.mesh_forms",
+)
+
+
 def __getattr__(name: str):
-    # Loaded on first use: each defines kernels, which import-time should not pay for.
+    import importlib
+
     if name == "utils":
         import kernelc.utils as utils
 
@@ -88,4 +108,16 @@ def __getattr__(name: str):
         from kernelc.spatial.hash_grid_lang import HashGridQuery
 
         return HashGridQuery
+    if not name.startswith("_"):
+        for module_name in _LAZY_MODULES:
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as err:
+                if err.name != module_name:
+                    raise
+                continue
+            if name in getattr(module, "__all__", ()):
+                value = getattr(module, name)
+                globals()[name] = value
+                return value
     raise AttributeError(f"module 'kernelc' has no attribute {name!r}")

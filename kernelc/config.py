@@ -17,8 +17,10 @@ class ReduceMode(enum.Enum):
         Local: Pre-reduce updates within a SIMD packet or warp, then one atomic per distinct
             element. The backends do not pre-reduce yet: this currently runs as `Direct`.
         Expand: On the CPU, each worker thread updates a private copy of every array that
-            the kernel only updates atomically (never reads, and never uses an atomic's old
-            value); the copies are combined into the array after the launch. Fast for
+            the kernel only updates with one kind of atomic (add/sub, min, max, and, or or
+            xor; never cas or exch, whose results depend on the order), never reads, and
+            never uses an atomic's old value; the copies are combined into the array after
+            the launch. Fast for
             heavily contended targets (histograms, small accumulators); costs one copy of
             each such array per worker. Elsewhere it runs as `Direct`.
     """

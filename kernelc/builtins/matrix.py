@@ -130,6 +130,10 @@ def _inverse(em, m: Value) -> Value:
 
 register("inverse", GROUP, "Inverse of a 2x2, 3x3 or 4x4 matrix (zero if it is singular).",
          Overload(("m",), _inverse_rule, _inverse))
+register("inverse_approx", GROUP,
+         "An approximate inverse of a 2x2, 3x3 or 4x4 float matrix. Warp may use faster, "
+         "less accurate arithmetic on GPUs; kernelc computes inverse(a) everywhere.",
+         Overload(("a",), _inverse_rule, _inverse))
 
 
 # ---- constructors from vectors -----------------------------------------------------------

@@ -1,15 +1,19 @@
-"""Quaternion and transform builtins (Warp's names and conventions).
+"""Quaternion and transform builtins (Warp's names, parameter names and conventions).
 
 A quaternion is (x, y, z, w) with w the real part; a unit quaternion q rotates v as
 q v q^-1. A transform is 7 components: the translation p (3) then the rotation q (4).
+Every builtin here is an expansion into scalar ops, for each float component type.
+The conversions to and from Euler angles, axis-angle and twists are in `quat_euler.py`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kernelc import types as T
 from kernelc.builtins.aggregate import binop, build, comps, dot_values, require
 from kernelc.builtins.matrix import rows_of
-from kernelc.builtins.registry import Overload, register
+from kernelc.builtins.registry import Expansion, Overload, Signature, TypeRule, register
 from kernelc.builtins.vector import cross_values
 from kernelc.ir.nodes import OpCode, Value
 from kernelc.types_vec import matrix, quaternion, transformation, vector
@@ -22,48 +26,99 @@ def _is(t: T.Type, kind: str, length: int | None = None) -> bool:
                                                                t.length == length)
 
 
-def _args(*kinds: str, result=None):
-    """A rule for float arguments of the given kinds ("quat", "transform", "vec3", "scalar"),
-    all of one component type; `result` names the result kind the same way."""
+def _is_square(t: T.Type, n: int) -> bool:
+    return isinstance(t, T.MatrixType) and t.shape == (n, n)
 
-    def rule(types, weak):
+
+# Argument kinds of `args_rule`: a test and the words an error message uses for each.
+_KINDS: dict[str, tuple[Callable[[T.Type], bool], str]] = {
+    "quat": (lambda t: _is(t, "quat"), "quaternion"),
+    "transform": (lambda t: _is(t, "transform"), "transform"),
+    "vec3": (lambda t: _is(t, "vec", 3), "3-vector"),
+    "vec6": (lambda t: _is(t, "vec", 6), "spatial_vector (6 components)"),
+    "mat33": (lambda t: _is_square(t, 3), "3x3 matrix"),
+    "mat44": (lambda t: _is_square(t, 4), "4x4 matrix"),
+}
+
+
+def kind_type(kind: str, dtype: T.ScalarType) -> T.Type:
+    """The type a kind name stands for with component type `dtype`."""
+    return {"quat": quaternion(dtype), "transform": transformation(dtype),
+            "vec3": vector(3, dtype), "vec6": vector(6, dtype),
+            "mat33": matrix((3, 3), dtype), "mat44": matrix((4, 4), dtype),
+            "mat66": matrix((6, 6), dtype), "scalar": dtype, "int": T.int32,
+            "void": T.void}[kind]
+
+
+def args_rule(*kinds: str, result: str | tuple[str, ...] = "void") -> TypeRule:
+    """A rule for arguments of the given kinds, all with one float component type.
+
+    Kinds are those of `_KINDS` (or two of them as "a|b"), "scalar" (a float of that
+    component type; literals convert) and "int" (an int32; literals convert). `result`
+    names the result kind the same way, or a tuple of kinds for several results. Without
+    aggregate arguments the component type is the common type of the scalar arguments
+    (float32 for literals only).
+    """
+
+    def rule(types: tuple[T.Type, ...], weak: tuple[bool, ...]) -> Signature:
         dtype = None
         for t, kind in zip(types, kinds):
-            if kind == "scalar":
+            if kind in ("scalar", "int"):
                 continue
-            ok = _is(t, "vec", 3) if kind == "vec3" else _is(t, kind)
-            require(ok and t.dtype.is_float, f"expected a float {kind}, got {t!r}")
-            require(dtype is None or t.dtype == dtype, f"mixed component types: {t!r}")
+            # "a|b" accepts either kind (one overload, so an error names both).
+            alternatives = [_KINDS[k] for k in kind.split("|")]
+            words = " or ".join(w for _, w in alternatives)
+            require(any(test(t) for test, _ in alternatives) and t.dtype.is_float,
+                    f"expected a float {words}, got {t!r}")
+            require(dtype is None or t.dtype == dtype,
+                    f"mixed component types: {t!r} with {dtype!r} components")
             dtype = t.dtype
-        dtype = dtype or T.float32
-        params = []
-        for t, w, kind in zip(types, weak, kinds):
-            if kind == "scalar":
-                require(t == dtype or (w and isinstance(t, T.ScalarType)),
-                        f"expected {dtype!r}, got {t!r}")
-                params.append(dtype)
-            else:
-                params.append(t)
-        return tuple(params), _kind_type(result, dtype)
+        if dtype is None:
+            dtype = _scalar_dtype([(t, w) for t, w, k in zip(types, weak, kinds)
+                                   if k == "scalar"])
+        params = [_param(t, w, kind, dtype) for t, w, kind in zip(types, weak, kinds)]
+        if isinstance(result, tuple):
+            return tuple(params), T.TupleType(tuple(kind_type(k, dtype) for k in result))
+        return tuple(params), kind_type(result, dtype)
 
     return rule
 
 
-def _kind_type(kind: str, dtype: T.ScalarType) -> T.Type:
-    return {"quat": quaternion(dtype), "transform": transformation(dtype),
-            "vec3": vector(3, dtype), "mat33": matrix((3, 3), dtype), "scalar": dtype}[kind]
+def _scalar_dtype(scalars: list[tuple[T.Type, bool]]) -> T.ScalarType:
+    strong = [t for t, w in scalars if not w]
+    for t in strong:
+        require(isinstance(t, T.ScalarType) and t.is_float, f"expected a float, got {t!r}")
+        require(t == strong[0], f"mixed argument types: {strong[0]!r} and {t!r}")
+    return strong[0] if strong else T.float32
 
 
-def _neg(em, x: Value) -> Value:
+def _param(t: T.Type, weak: bool, kind: str, dtype: T.ScalarType) -> T.Type:
+    if kind == "int":
+        require(t == T.int32 or (weak and isinstance(t, T.ScalarType) and t.is_int),
+                f"expected an int32, got {t!r}")
+        return T.int32
+    if kind == "scalar":
+        literal = weak and isinstance(t, T.ScalarType) and not t.is_bool
+        require(t == dtype or literal, f"expected {dtype!r}, got {t!r}")
+        return dtype
+    return t
+
+
+def neg(em, x: Value) -> Value:
     return em.op(OpCode.NEG, (x,), x.type)
 
 
-def _scale(em, xs: list[Value], s: Value) -> list[Value]:
+def scale(em, xs: list[Value], s: Value) -> list[Value]:
     return [binop(em, OpCode.MUL, x, s) for x in xs]
 
 
-def _add(em, xs: list[Value], ys: list[Value]) -> list[Value]:
+def add(em, xs: list[Value], ys: list[Value]) -> list[Value]:
     return [binop(em, OpCode.ADD, x, y) for x, y in zip(xs, ys)]
+
+
+def select(em, cond: Value, a: list[Value], b: list[Value]) -> list[Value]:
+    """Component-wise `a if cond else b`."""
+    return [em.op(OpCode.SELECT, (cond, x, y), x.type) for x, y in zip(a, b)]
 
 
 # ---- quaternion algebra on component lists ----------------------------------------------
@@ -72,28 +127,38 @@ def _add(em, xs: list[Value], ys: list[Value]) -> list[Value]:
 def quat_mul_values(em, a: list[Value], b: list[Value]) -> list[Value]:
     """Hamilton product (x, y, z, w)."""
     av, bv, aw, bw = a[:3], b[:3], a[3], b[3]
-    v = _add(em, _add(em, _scale(em, bv, aw), _scale(em, av, bw)), cross_values(em, av, bv))
+    v = add(em, add(em, scale(em, bv, aw), scale(em, av, bw)), cross_values(em, av, bv))
     w = binop(em, OpCode.SUB, binop(em, OpCode.MUL, aw, bw), dot_values(em, av, bv))
     return [*v, w]
 
 
 def rotate_values(em, q: list[Value], v: list[Value], inverse: bool = False) -> list[Value]:
-    """q v q^-1 for a unit quaternion: v (2w^2 - 1) + 2w (u x v) + 2u (u . v), u = q.xyz."""
+    """q v q^-1 for a unit quaternion, u = q.xyz, component k summed in Warp's order:
+    (v_k (2w^2 - 1) + u_k (2 u.v)) +/- (u x v)_k w 2, so results agree to the last bit."""
     u, w = q[:3], q[3]
     t = w.type
     two = em.const(2.0, t)
-    a = binop(em, OpCode.SUB, binop(em, OpCode.MUL, two, binop(em, OpCode.MUL, w, w)),
+    c = binop(em, OpCode.SUB, binop(em, OpCode.MUL, binop(em, OpCode.MUL, two, w), w),
               em.const(1.0, t))
-    c = binop(em, OpCode.MUL, two, w)
-    if inverse:
-        c = _neg(em, c)
     d = binop(em, OpCode.MUL, two, dot_values(em, u, v))
-    return _add(em, _add(em, _scale(em, v, a), _scale(em, cross_values(em, u, v), c)),
-                _scale(em, u, d))
+    turn = OpCode.SUB if inverse else OpCode.ADD
+    out = []
+    for vk, uk, ck in zip(v, u, cross_values(em, u, v)):
+        base = binop(em, OpCode.ADD, binop(em, OpCode.MUL, vk, c), binop(em, OpCode.MUL, uk, d))
+        out.append(binop(em, turn, base,
+                         binop(em, OpCode.MUL, binop(em, OpCode.MUL, ck, w), two)))
+    return out
 
 
 def conj_values(em, q: list[Value]) -> list[Value]:
-    return [_neg(em, q[0]), _neg(em, q[1]), _neg(em, q[2]), q[3]]
+    return [neg(em, q[0]), neg(em, q[1]), neg(em, q[2]), q[3]]
+
+
+def rotation_columns(em, q: list[Value]) -> list[list[Value]]:
+    """The columns of the rotation matrix: q applied to each unit vector."""
+    t = q[3].type
+    zero, one = em.const(0.0, t), em.const(1.0, t)
+    return [rotate_values(em, q, [one if i == k else zero for i in range(3)]) for k in range(3)]
 
 
 # ---- quaternion builtins --------------------------------------------------------------------
@@ -106,27 +171,29 @@ def _quat_identity(em) -> Value:
 
 
 register("quat_identity", GROUP, "The identity rotation (0, 0, 0, 1).",
-         Overload((), _args(result="quat"), _quat_identity))
+         Overload((), args_rule(result="quat"), _quat_identity))
 
 
 def _from_axis_angle(em, axis: Value, angle: Value) -> Value:
     t = angle.type
     half = binop(em, OpCode.MUL, angle, em.const(0.5, t))
     s = em.call("sin", (half,))
-    return build(em, quaternion(t), [*_scale(em, comps(em, axis), s), em.call("cos", (half,))])
+    return build(em, quaternion(t), [*scale(em, comps(em, axis), s), em.call("cos", (half,))])
 
 
 register("quat_from_axis_angle", GROUP,
          "Rotation by `angle` radians about the unit vector `axis`.",
-         Overload(("axis", "angle"), _args("vec3", "scalar", result="quat"), _from_axis_angle))
+         Overload(("axis", "angle"), args_rule("vec3", "scalar", result="quat"),
+                  _from_axis_angle))
 
 
 def _quat_inverse(em, q: Value) -> Value:
     return build(em, q.type, conj_values(em, comps(em, q)))
 
 
-register("quat_inverse", GROUP, "The conjugate (x, y, z negated): the inverse of a unit quaternion.",
-         Overload(("q",), _args("quat", result="quat"), _quat_inverse))
+register("quat_inverse", GROUP,
+         "The conjugate (x, y, z negated): the inverse of a unit quaternion.",
+         Overload(("quat",), args_rule("quat", result="quat"), _quat_inverse))
 
 
 def _quat_rotate(inverse: bool):
@@ -136,79 +203,73 @@ def _quat_rotate(inverse: bool):
     return expand
 
 
-register("quat_rotate", GROUP, "Rotates vector v by unit quaternion q.",
-         Overload(("q", "v"), _args("quat", "vec3", result="vec3"), _quat_rotate(False)))
-register("quat_rotate_inv", GROUP, "Rotates vector v by the inverse of unit quaternion q.",
-         Overload(("q", "v"), _args("quat", "vec3", result="vec3"), _quat_rotate(True)))
+register("quat_rotate", GROUP, "Rotates vector `vec` by unit quaternion `quat`.",
+         Overload(("quat", "vec"), args_rule("quat", "vec3", result="vec3"), _quat_rotate(False)))
+register("quat_rotate_inv", GROUP, "Rotates vector `vec` by the inverse of unit quaternion `quat`.",
+         Overload(("quat", "vec"), args_rule("quat", "vec3", result="vec3"), _quat_rotate(True)))
 
 
 def _quat_to_matrix(em, q: Value) -> Value:
-    """The rotation matrix: column k is q applied to the k-th unit vector."""
     t = q.type.dtype
-    qc = comps(em, q)
-    zero, one = em.const(0.0, t), em.const(1.0, t)
-    cols = [rotate_values(em, qc, [one if i == k else zero for i in range(3)]) for k in range(3)]
+    cols = rotation_columns(em, comps(em, q))
     return build(em, matrix((3, 3), t), [cols[c][r] for r in range(3) for c in range(3)])
 
 
 register("quat_to_matrix", GROUP, "The 3x3 rotation matrix of a unit quaternion.",
-         Overload(("q",), _args("quat", result="mat33"), _quat_to_matrix))
+         Overload(("quat",), args_rule("quat", result="mat33"), _quat_to_matrix))
 
 
-def _sel(em, cond: Value, a: list[Value], b: list[Value]) -> list[Value]:
-    return [em.op(OpCode.SELECT, (cond, x, y), x.type) for x, y in zip(a, b)]
+def quat_from_rows(em, r: list[list[Value]]) -> Value:
+    """The unit quaternion of the rotation in the top-left 3x3 block of rows `r`.
 
-
-def _quat_from_matrix(em, m: Value) -> Value:
-    """Shepperd's method: the branch with the largest pivot, chosen with selects."""
-    r = rows_of(em, m)
-    t = m.type.dtype
+    Shepperd's method: the branch with the largest pivot, chosen with selects.
+    """
+    t = r[0][0].type
     one, quarter = em.const(1.0, t), em.const(0.25, t)
 
-    def add(a, b):
+    def plus(a, b):
         return binop(em, OpCode.ADD, a, b)
 
-    def sub(a, b):
+    def minus(a, b):
         return binop(em, OpCode.SUB, a, b)
 
     def branch(pivot: Value, make) -> list[Value]:
-        s = binop(em, OpCode.MUL, em.call("sqrt", (add(one, pivot),)), em.const(2.0, t))
+        s = binop(em, OpCode.MUL, em.call("sqrt", (plus(one, pivot),)), em.const(2.0, t))
         inv = binop(em, OpCode.DIV, one, s)
         big = binop(em, OpCode.MUL, quarter, s)
         return make(big, lambda x: binop(em, OpCode.MUL, x, inv))
 
-    trace = add(add(r[0][0], r[1][1]), r[2][2])
-    q_w = branch(trace, lambda big, d: [d(sub(r[2][1], r[1][2])), d(sub(r[0][2], r[2][0])),
-                                        d(sub(r[1][0], r[0][1])), big])
-    q_x = branch(sub(sub(r[0][0], r[1][1]), r[2][2]),
-                 lambda big, d: [big, d(add(r[0][1], r[1][0])), d(add(r[0][2], r[2][0])),
-                                 d(sub(r[2][1], r[1][2]))])
-    q_y = branch(sub(sub(r[1][1], r[0][0]), r[2][2]),
-                 lambda big, d: [d(add(r[0][1], r[1][0])), big, d(add(r[1][2], r[2][1])),
-                                 d(sub(r[0][2], r[2][0]))])
-    q_z = branch(sub(sub(r[2][2], r[0][0]), r[1][1]),
-                 lambda big, d: [d(add(r[0][2], r[2][0])), d(add(r[1][2], r[2][1])), big,
-                                 d(sub(r[1][0], r[0][1]))])
+    trace = plus(plus(r[0][0], r[1][1]), r[2][2])
+    q_w = branch(trace, lambda big, d: [d(minus(r[2][1], r[1][2])), d(minus(r[0][2], r[2][0])),
+                                        d(minus(r[1][0], r[0][1])), big])
+    q_x = branch(minus(minus(r[0][0], r[1][1]), r[2][2]),
+                 lambda big, d: [big, d(plus(r[0][1], r[1][0])), d(plus(r[0][2], r[2][0])),
+                                 d(minus(r[2][1], r[1][2]))])
+    q_y = branch(minus(minus(r[1][1], r[0][0]), r[2][2]),
+                 lambda big, d: [d(plus(r[0][1], r[1][0])), big, d(plus(r[1][2], r[2][1])),
+                                 d(minus(r[0][2], r[2][0]))])
+    q_z = branch(minus(minus(r[2][2], r[0][0]), r[1][1]),
+                 lambda big, d: [d(plus(r[0][2], r[2][0])), d(plus(r[1][2], r[2][1])), big,
+                                 d(minus(r[1][0], r[0][1]))])
 
     def gt(a, b):
         return em.op(OpCode.GT, (a, b), T.bool_)
 
-    y_or_z = _sel(em, gt(r[1][1], r[2][2]), q_y, q_z)
+    y_or_z = select(em, gt(r[1][1], r[2][2]), q_y, q_z)
     x_pick = em.op(OpCode.BITAND, (gt(r[0][0], r[1][1]), gt(r[0][0], r[2][2])), T.bool_)
-    diag = _sel(em, x_pick, q_x, y_or_z)
-    q = build(em, quaternion(t), _sel(em, gt(trace, em.const(0.0, t)), q_w, diag))
+    diag = select(em, x_pick, q_x, y_or_z)
+    q = build(em, quaternion(t), select(em, gt(trace, em.const(0.0, t)), q_w, diag))
     return em.call("normalize", (q,))
 
 
-register("quat_from_matrix", GROUP, "The unit quaternion of a 3x3 rotation matrix.",
-         Overload(("m",), lambda types, weak: _mat33_rule(types), _quat_from_matrix))
+def _quat_from_matrix(em, m: Value) -> Value:
+    return quat_from_rows(em, rows_of(em, m))
 
 
-def _mat33_rule(types):
-    (m,) = types
-    require(isinstance(m, T.MatrixType) and m.shape == (3, 3) and m.dtype.is_float,
-            f"expected a 3x3 float matrix, got {m!r}")
-    return (m,), quaternion(m.dtype)
+register("quat_from_matrix", GROUP,
+         "The unit quaternion of a 3x3 rotation matrix (or of the top-left 3x3 block of a 4x4 "
+         "matrix); its sign is unspecified.",
+         Overload(("mat",), args_rule("mat33|mat44", result="quat"), _quat_from_matrix))
 
 
 def _slerp(em, a: Value, b: Value, t: Value) -> Value:
@@ -227,11 +288,11 @@ def _slerp(em, a: Value, b: Value, t: Value) -> Value:
     # Nearly equal rotations: linear interpolation avoids dividing by ~0.
     wa = em.op(OpCode.SELECT, (tiny, binop(em, OpCode.SUB, one, t), wa), dt)
     wb = em.op(OpCode.SELECT, (tiny, t, wb), dt)
-    return build(em, a.type, _add(em, _scale(em, x, wa), _scale(em, y, wb)))
+    return build(em, a.type, add(em, scale(em, x, wa), scale(em, y, wb)))
 
 
 register("quat_slerp", GROUP, "Spherical linear interpolation between two unit quaternions.",
-         Overload(("a", "b", "t"), _args("quat", "quat", "scalar", result="quat"), _slerp))
+         Overload(("a", "b", "t"), args_rule("quat", "quat", "scalar", result="quat"), _slerp))
 
 
 # ---- transforms -------------------------------------------------------------------------
@@ -244,7 +305,7 @@ def split(em, tf: Value) -> tuple[list[Value], list[Value]]:
 
 def multiply_values(em, a: Value, b: Value) -> list[Value]:
     (ap, aq), (bp, bq) = split(em, a), split(em, b)
-    return [*_add(em, rotate_values(em, aq, bp), ap), *quat_mul_values(em, aq, bq)]
+    return [*add(em, rotate_values(em, aq, bp), ap), *quat_mul_values(em, aq, bq)]
 
 
 def _transform_identity(em) -> Value:
@@ -254,22 +315,46 @@ def _transform_identity(em) -> Value:
 
 
 register("transform_identity", GROUP, "The identity transform (p = 0, q = identity).",
-         Overload((), _args(result="transform"), _transform_identity))
+         Overload((), args_rule(result="transform"), _transform_identity))
 
 
 def _apply(vector_only: bool):
+    by_matrix = _apply_matrix(vector_only)
+
     def expand(em, tf: Value, v: Value) -> Value:
+        if isinstance(tf.type, T.MatrixType):
+            return by_matrix(em, tf, v)
         p, q = split(em, tf)
         out = rotate_values(em, q, comps(em, v))
-        return build(em, v.type, out if vector_only else _add(em, out, p))
+        return build(em, v.type, out if vector_only else add(em, out, p))
 
     return expand
 
 
-register("transform_point", GROUP, "Applies a transform to a point: rotate, then translate.",
-         Overload(("t", "p"), _args("transform", "vec3", result="vec3"), _apply(False)))
-register("transform_vector", GROUP, "Applies a transform's rotation to a vector.",
-         Overload(("t", "v"), _args("transform", "vec3", result="vec3"), _apply(True)))
+def _apply_matrix(vector_only: bool):
+    """The first three rows of mat (x, y, z, 1), or of mat (x, y, z, 0) for a direction."""
+
+    def expand(em, mat: Value, v: Value) -> Value:
+        x = comps(em, v)
+        out = []
+        for row in rows_of(em, mat)[:3]:
+            acc = dot_values(em, row[:3], x)
+            out.append(acc if vector_only else binop(em, OpCode.ADD, acc, row[3]))
+        return build(em, v.type, out)
+
+    return expand
+
+
+register("transform_point", GROUP,
+         "Applies a transform to a point: rotate, then translate; with a 4x4 matrix, the first "
+         "three components of mat (x, y, z, 1).",
+         Overload(("xform", "point"), args_rule("transform|mat44", "vec3", result="vec3"),
+                  _apply(False)))
+register("transform_vector", GROUP,
+         "Applies a transform's rotation to a vector; with a 4x4 matrix, the first three "
+         "components of mat (x, y, z, 0).",
+         Overload(("xform", "vec"), args_rule("transform|mat44", "vec3", result="vec3"),
+                  _apply(True)))
 
 
 def _get(part: int):
@@ -282,9 +367,28 @@ def _get(part: int):
 
 
 register("transform_get_translation", GROUP, "The translation p of a transform.",
-         Overload(("t",), _args("transform", result="vec3"), _get(0)))
+         Overload(("xform",), args_rule("transform", result="vec3"), _get(0)))
 register("transform_get_rotation", GROUP, "The rotation q of a transform.",
-         Overload(("t",), _args("transform", result="quat"), _get(1)))
+         Overload(("xform",), args_rule("transform", result="quat"), _get(1)))
+
+
+def _set(part: int):
+    """Warp's in-place setters: the transform argument (a variable) gets its new value."""
+
+    def expand(em, tf: Value, new: Value) -> Expansion:
+        p, q = split(em, tf)
+        parts = [comps(em, new), q] if part == 0 else [p, comps(em, new)]
+        return Expansion(None, {0: build(em, tf.type, parts[0] + parts[1])})
+
+    return expand
+
+
+register("transform_set_translation", GROUP,
+         "Sets the translation of the transform variable `xform` in place (as `xform.p = p`).",
+         Overload(("xform", "p"), args_rule("transform", "vec3"), _set(0)))
+register("transform_set_rotation", GROUP,
+         "Sets the rotation of the transform variable `xform` in place (as `xform.q = q`).",
+         Overload(("xform", "q"), args_rule("transform", "quat"), _set(1)))
 
 
 def _transform_multiply(em, a: Value, b: Value) -> Value:
@@ -292,16 +396,87 @@ def _transform_multiply(em, a: Value, b: Value) -> Value:
 
 
 register("transform_multiply", GROUP, "Composition a * b (apply b first, then a).",
-         Overload(("a", "b"), _args("transform", "transform", result="transform"),
+         Overload(("a", "b"), args_rule("transform", "transform", result="transform"),
                   _transform_multiply))
 
 
 def _transform_inverse(em, tf: Value) -> Value:
     p, q = split(em, tf)
     qi = conj_values(em, q)
-    pi = [_neg(em, x) for x in rotate_values(em, qi, p)]
+    pi = [neg(em, x) for x in rotate_values(em, qi, p)]
     return build(em, tf.type, [*pi, *qi])
 
 
 register("transform_inverse", GROUP, "The inverse of a rigid transform.",
-         Overload(("t",), _args("transform", result="transform"), _transform_inverse))
+         Overload(("xform",), args_rule("transform", result="transform"), _transform_inverse))
+
+
+# ---- transforms and 4x4 matrices --------------------------------------------------------
+
+
+def _homogeneous(em, columns: list[list[Value]], p: list[Value]) -> Value:
+    """The 4x4 matrix [[c0 c1 c2 p], [0 0 0 1]] from three 3-columns and a translation."""
+    t = p[0].type
+    zero, one = em.const(0.0, t), em.const(1.0, t)
+    rows = [[columns[c][r] for c in range(3)] + [p[r]] for r in range(3)]
+    rows.append([zero, zero, zero, one])
+    return build(em, matrix((4, 4), t), [x for row in rows for x in row])
+
+
+def _to_matrix(em, tf: Value) -> Value:
+    p, q = split(em, tf)
+    return _homogeneous(em, rotation_columns(em, q), p)
+
+
+register("transform_to_matrix", GROUP,
+         "The 4x4 matrix [[R, p], [0, 1]] of a transform (R the rotation matrix of q).",
+         Overload(("xform",), args_rule("transform", result="mat44"), _to_matrix))
+
+
+def _from_matrix(em, mat: Value) -> Value:
+    rows = rows_of(em, mat)
+    q = comps(em, quat_from_rows(em, rows))
+    return build(em, transformation(mat.type.dtype), [rows[0][3], rows[1][3], rows[2][3], *q])
+
+
+register("transform_from_matrix", GROUP,
+         "The transform of a 4x4 matrix [[R, p], [0, 1]]: p from the last column, q from R.",
+         Overload(("mat",), args_rule("mat44", result="transform"), _from_matrix))
+
+
+def _compose(em, position: Value, rotation: Value, scale_: Value) -> Value:
+    s = comps(em, scale_)
+    columns = rotation_columns(em, comps(em, rotation))
+    scaled = [[binop(em, OpCode.MUL, s[c], x) for x in columns[c]] for c in range(3)]
+    return _homogeneous(em, scaled, comps(em, position))
+
+
+register("transform_compose", GROUP,
+         "The 4x4 matrix of a translation, a rotation and a per-axis scale: "
+         "[[R diag(scale), position], [0, 1]].",
+         Overload(("position", "rotation", "scale"),
+                  args_rule("vec3", "quat", "vec3", result="mat44"), _compose))
+
+
+def _decompose(em, m: Value) -> tuple[Value, Value, Value]:
+    rows = rows_of(em, m)
+    t = m.type.dtype
+    zero = em.const(0.0, t)
+    scales, columns = [], []
+    for c in range(3):
+        column = [rows[r][c] for r in range(3)]
+        length = em.call("sqrt", (dot_values(em, column, column),))
+        # A zero column keeps its (zero) entries instead of becoming NaN, as in Warp.
+        nonzero = em.op(OpCode.NE, (length, zero), T.bool_)
+        columns.append(select(em, nonzero, [binop(em, OpCode.DIV, x, length) for x in column],
+                              column))
+        scales.append(length)
+    rotation = quat_from_rows(em, [[columns[c][r] for c in range(3)] for r in range(3)])
+    position = build(em, vector(3, t), [rows[r][3] for r in range(3)])
+    return position, rotation, build(em, vector(3, t), scales)
+
+
+register("transform_decompose", GROUP,
+         "The (position, rotation, scale) of a 4x4 matrix built as by transform_compose: "
+         "three results.",
+         Overload(("m",), args_rule("mat44", result=("vec3", "quat", "vec3")), _decompose))

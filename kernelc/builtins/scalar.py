@@ -91,12 +91,23 @@ register("sign", "scalar math", "-1 if x < 0, else 1.",
          Overload(("x",), same_rule(1, check_numeric), _sign))
 
 
-def _min(em, a, b):
-    return em.op(OpCode.SELECT, (em.op(OpCode.LT, (a, b), T.bool_), a, b), a.type)
+def _min_max(order: OpCode):
+    """Warp's float min/max ignore a NaN operand (C's fmin/fmax) and return `a` on ties:
+    `a <= b ? a : (b == b ? b : a)`; integers use `a < b ? a : b`."""
+
+    def expand(em, a, b):
+        if not a.type.is_float:
+            strict = OpCode.LT if order == OpCode.LE else OpCode.GT
+            return em.op(OpCode.SELECT, (em.op(strict, (a, b), T.bool_), a, b), a.type)
+        b_is_number = em.op(OpCode.EQ, (b, b), T.bool_)
+        other = em.op(OpCode.SELECT, (b_is_number, b, a), a.type)
+        return em.op(OpCode.SELECT, (em.op(order, (a, b), T.bool_), a, other), a.type)
+
+    return expand
 
 
-def _max(em, a, b):
-    return em.op(OpCode.SELECT, (em.op(OpCode.GT, (a, b), T.bool_), a, b), a.type)
+_min = _min_max(OpCode.LE)
+_max = _min_max(OpCode.GE)
 
 
 register("min", "scalar math", "The smaller of a and b.",
@@ -141,7 +152,8 @@ def _step(em, x):
     return em.op(OpCode.SELECT, (is_neg, em.const(1.0, x.type), em.const(0.0, x.type)), x.type)
 
 
-register("step", "scalar math", "1.0 if x < 0.0, else 0.0.", Overload(("x",), _float_rule(1), _step))
+register("step", "scalar math", "1 if x < 0, else 0 (in x's type, as in Warp).",
+         Overload(("x",), same_rule(1, check_numeric), _step))
 
 
 def _degrees(em, x):

@@ -12,6 +12,7 @@ from kernelc.builtins.aggregate import (
     is_aggregate,
     map_comps,
     require,
+    scalar_fits,
 )
 from kernelc.builtins.registry import Overload, register
 from kernelc.ir.nodes import OpCode, Value
@@ -179,3 +180,24 @@ def _reduce(name: str):
 # min(v) / max(v): the smallest / largest component, as in Warp.
 extend("min", GROUP, "", Overload(("a",), _reduce_rule, _reduce("min")))
 extend("max", GROUP, "", Overload(("a",), _reduce_rule, _reduce("max")))
+
+
+def _lerp_rule(types, weak):
+    a, b, t = types
+    require(is_aggregate(a) and a == b, f"expected two values of one type, got {a!r} and {b!r}")
+    require(isinstance(t, T.ScalarType) and scalar_fits(t, weak[2], a.dtype),
+            f"the weight of lerp({a!r}, ...) must be a {a.dtype!r}, got {t!r}")
+    return (a, a, a.dtype), a
+
+
+def _lerp(em, a: Value, b: Value, t: Value) -> Value:
+    """a * (1 - t) + b * t, component by component (the scalar formula, as in Warp)."""
+    s = em.op(OpCode.SUB, (em.const(1.0, t.type), t), t.type)
+    return map_comps(em, a.type,
+                     lambda x, y: binop(em, OpCode.ADD, binop(em, OpCode.MUL, x, s),
+                                        binop(em, OpCode.MUL, y, t)),
+                     comps(em, a), comps(em, b))
+
+
+# lerp(a, b, t) of vectors, matrices, quaternions and transforms with a scalar weight.
+extend("lerp", GROUP, "", Overload(("a", "b", "t"), _lerp_rule, _lerp))

@@ -24,6 +24,7 @@ from kernelc.codegen.cuda_types import (
     member,
 )
 from kernelc.ir import nodes as ir
+from kernelc.ir.analysis import atomic_parts
 from kernelc.ir.nodes import OpCode
 
 if TYPE_CHECKING:
@@ -243,13 +244,14 @@ def _array_shape(em: FunctionEmitter, op: ir.Op) -> str:
 
 
 def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
-    array, *indices, value = op.args
+    array, indices, operands = atomic_parts(op)
     dtype = array.type.dtype
     if dtype == T.bool_ or not isinstance(dtype, T.ScalarType):
         raise UnsupportedError(f"atomic_{op.attr} on an array of {dtype!r}")
-    address = array_access(em, op, tuple(indices))
+    address = array_access(em, op, indices)
     suffix = "_f16" if dtype == T.float16 else ""
-    return f"kc_atomic_{op.attr}{suffix}({address}, {em.name(value)})"
+    values = "".join(f", {em.name(v)}" for v in operands)
+    return f"kc_atomic_{op.attr}{suffix}({address}{values})"
 
 
 def _load_address(em: FunctionEmitter, op: ir.Op) -> str:
@@ -270,7 +272,8 @@ def _local_load(em: FunctionEmitter, op: ir.Op) -> str:
 
 def _call(em: FunctionEmitter, op: ir.Op) -> str:
     try:
-        return lower_math(op.attr, [em.name(a) for a in op.args], op.result.type)
+        return lower_math(op.attr, [em.name(a) for a in op.args], op.result.type,
+                          [a.type for a in op.args])
     except (KeyError, TypeError):
         raise UnsupportedError(f"builtin '{op.attr}' on {op.result.type!r}") from None
 

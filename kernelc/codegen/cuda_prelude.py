@@ -305,6 +305,45 @@ KC_FN S kc_atomic_max(S* p, S v) {
     return kc_atomic_rmw(p, [=](S old) { return v > old ? v : old; });
 }
 
+// Bitwise and / or / xor on 32- and 64-bit integers (the types Warp allows).
+#define KC_BITWISE_ATOMIC(NAME, CUDA_NAME)                                           \
+    KC_FN kc_int32 NAME(kc_int32* p, kc_int32 v) { return CUDA_NAME(p, v); }         \
+    KC_FN kc_uint32 NAME(kc_uint32* p, kc_uint32 v) { return CUDA_NAME(p, v); }      \
+    KC_FN kc_uint64 NAME(kc_uint64* p, kc_uint64 v) { return CUDA_NAME(p, v); }      \
+    KC_FN kc_int64 NAME(kc_int64* p, kc_int64 v) {                                   \
+        return (kc_int64)CUDA_NAME((kc_uint64*)p, (kc_uint64)v);                     \
+    }
+KC_BITWISE_ATOMIC(kc_atomic_and, atomicAnd)
+KC_BITWISE_ATOMIC(kc_atomic_or, atomicOr)
+KC_BITWISE_ATOMIC(kc_atomic_xor, atomicXor)
+#undef KC_BITWISE_ATOMIC
+
+KC_FN kc_int32 kc_atomic_exch(kc_int32* p, kc_int32 v) { return atomicExch(p, v); }
+KC_FN kc_uint32 kc_atomic_exch(kc_uint32* p, kc_uint32 v) { return atomicExch(p, v); }
+KC_FN kc_uint64 kc_atomic_exch(kc_uint64* p, kc_uint64 v) { return atomicExch(p, v); }
+KC_FN kc_int64 kc_atomic_exch(kc_int64* p, kc_int64 v) {
+    return (kc_int64)atomicExch((kc_uint64*)p, (kc_uint64)v);
+}
+KC_FN float kc_atomic_exch(float* p, float v) { return atomicExch(p, v); }
+KC_FN double kc_atomic_exch(double* p, double v) {
+    return kc_bitcast<double>(atomicExch((kc_uint64*)p, kc_bitcast<kc_uint64>(v)));
+}
+
+KC_FN kc_int32 kc_atomic_cas(kc_int32* p, kc_int32 c, kc_int32 v) { return atomicCAS(p, c, v); }
+KC_FN kc_uint32 kc_atomic_cas(kc_uint32* p, kc_uint32 c, kc_uint32 v) {
+    return atomicCAS(p, c, v);
+}
+KC_FN kc_uint64 kc_atomic_cas(kc_uint64* p, kc_uint64 c, kc_uint64 v) {
+    return atomicCAS(p, c, v);
+}
+KC_FN kc_int64 kc_atomic_cas(kc_int64* p, kc_int64 c, kc_int64 v) {
+    return (kc_int64)atomicCAS((kc_uint64*)p, (kc_uint64)c, (kc_uint64)v);
+}
+template <typename S>
+KC_FN S kc_atomic_cas(S* p, S c, S v) {  // floats compare by value, as == (and the CPU) do
+    return kc_atomic_rmw(p, [=](S old) { return old == c ? v : old; });
+}
+
 // float16 elements: the bits are in memory, the arithmetic is done in float.
 #define KC_HALF_ATOMIC(NAME, EXPR)                                                   \
     KC_FN float NAME(kc_uint16* p, float v) {                                        \

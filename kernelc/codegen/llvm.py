@@ -533,7 +533,11 @@ def _op_local_load(e: FunctionEmitter, s: ir.Op):
 
 
 def _op_call(e: FunctionEmitter, s: ir.Op):
-    return ops.BUILTIN_LOWERING[s.attr](e.b, [e.v(a) for a in s.args])
+    args = [e.v(a) for a in s.args]
+    typed = ops.TYPED_LOWERING.get(s.attr)
+    if typed is not None:
+        return typed(e, args, [a.type for a in s.args], s.result.type)
+    return ops.BUILTIN_LOWERING[s.attr](e.b, args)
 
 
 def _op_call_func(e: FunctionEmitter, s: ir.Op):

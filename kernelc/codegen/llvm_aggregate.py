@@ -74,20 +74,20 @@ def op_insert_dyn(e, s: ir.Op):
     return whole
 
 
-def atomic_components(e, s: ir.Op, op_name: str):
-    """An atomic on an array of vectors/matrices: one atomic per component; the result
-    gathers the components' old values."""
-    arr, *indices, value = s.args
+def atomic_components(e, s: ir.Op, indices, operands: list, update):
+    """An atomic on an array of vectors/matrices: one atomic per component (`update`, the
+    scalar lowering, given the component's pointer and operands); the result gathers the
+    components' old values."""
+    arr = s.args[0]
     dtype = arr.type.dtype
     b = e.b
     ptr = e.element_ptr(arr, indices, s.loc)
     agg_type = llvm_type(dtype)
-    whole = e.v(value)
     old = ll.Constant(agg_type, None)
     for k in range(dtype.count):
         comp_ptr = b.gep(ptr, [I32(0), I32(k)], source_etype=agg_type)
-        prev = b.atomic_rmw(op_name, comp_ptr, b.extract_value(whole, k), "monotonic")
-        old = b.insert_value(old, prev, k)
+        parts = [b.extract_value(whole, k) for whole in operands]
+        old = b.insert_value(old, update(e, s.attr, comp_ptr, dtype.dtype, parts), k)
     return old
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from llvmlite import ir as ll
+
 from kernelc import types as T
 from kernelc.codegen import llvm_aggregate
 from kernelc.codegen import llvm_ops as ops
 from kernelc.codegen.llvm_ops import I32, I64, PTR, llvm_type
 from kernelc.ir import nodes as ir
+from kernelc.ir.analysis import atomic_parts
 from kernelc.ir.nodes import OpCode
 
 Emitter = Any  # kernelc.codegen.llvm.FunctionEmitter (which imports this module)
@@ -36,42 +39,96 @@ def _op_array_shape(e: Emitter, s: ir.Op):
     return e.b.trunc(e.b.extract_value(e.v(s.args[0]), [1, s.attr]), I32)
 
 
-_ATOMIC_OPS = {
+_RMW_OPS = {
     ("add", "int"): "add", ("sub", "int"): "sub", ("min", "int"): "min", ("max", "int"): "max",
     ("add", "uint"): "add", ("sub", "uint"): "sub", ("min", "uint"): "umin",
     ("max", "uint"): "umax", ("add", "float"): "fadd", ("sub", "float"): "fsub",
     ("min", "float"): "fmin", ("max", "float"): "fmax",
+    **{(kind, k): kind for kind in ("and", "or", "xor") for k in ("int", "uint")},
+    **{("exch", k): "xchg" for k in ("int", "uint", "float")},
 }
+# Exchange and compare-and-swap build locks and hand-offs: they order the plain loads and
+# stores around them (free on x86, where these instructions are full barriers anyway).
+_ORDERING = {"exch": "seq_cst", "cas": "seq_cst"}
+
+
+def atomic_update(e: Emitter, kind: str, ptr, dtype: T.ScalarType, operands: list):
+    """One atomic `kind` on the scalar of type `dtype` at `ptr`; returns the old value."""
+    ordering = _ORDERING.get(kind, "monotonic")
+    if kind == "cas":
+        compare, value = operands
+        if dtype.is_float:
+            return _cas_by_value(e, ptr, dtype, compare, value)
+        return e.b.extract_value(e.b.cmpxchg(ptr, compare, value, ordering, ordering), 0)
+    return e.b.atomic_rmw(_RMW_OPS[(kind, dtype.kind)], ptr, operands[0], ordering)
+
+
+def _cas_by_value(e: Emitter, ptr, dtype: T.ScalarType, compare, value):
+    """Float compare-and-swap comparing values as `==` does (-0.0 equals 0.0, NaN equals
+    nothing): a cmpxchg loop on the bits, which LLVM's cmpxchg compares."""
+    b = e.b
+    bits = ll.IntType(dtype.bits)
+    first = b.load_atomic(ptr, "monotonic", dtype.bits // 8, typ=bits)
+    before = b.block
+    loop = e.llfn.append_basic_block("cas.loop")
+    attempt = e.llfn.append_basic_block("cas.try")
+    done = e.llfn.append_basic_block("cas.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    seen = b.phi(bits)
+    seen.add_incoming(first, before)
+    old = b.bitcast(seen, llvm_type(dtype))
+    b.cbranch(b.fcmp_ordered("==", old, compare), attempt, done)
+    b.position_at_end(attempt)
+    pair = b.cmpxchg(ptr, seen, b.bitcast(value, bits), "seq_cst", "seq_cst")
+    seen.add_incoming(b.extract_value(pair, 0), attempt)
+    b.cbranch(b.extract_value(pair, 1), done, loop)
+    b.position_at_end(done)
+    return old
 
 
 def _op_atomic(e: Emitter, s: ir.Op):
-    arr, *indices, value = s.args
+    arr, indices, operands = atomic_parts(s)
     dtype = arr.type.dtype
+    values = [e.v(v) for v in operands]
     if isinstance(dtype, (T.VectorType, T.MatrixType)):  # component-wise, as in Warp
-        return llvm_aggregate.atomic_components(e, s, _ATOMIC_OPS[(s.attr, dtype.dtype.kind)])
+        return llvm_aggregate.atomic_components(e, s, indices, values, atomic_update)
     ptr = e.element_ptr(arr, indices, s.loc)
     if arr.id in e.private:  # no other thread can touch this element
         old = e.b.load(ptr, typ=llvm_type(dtype))
-        new = _PRIVATE_RMW[s.attr](e.b, old, e.v(value), dtype)
-        e.b.store(new, ptr)
+        e.b.store(_PRIVATE_RMW[s.attr](e.b, old, values, dtype), ptr)
         return old
-    op = _ATOMIC_OPS[(s.attr, dtype.kind)]
-    return e.b.atomic_rmw(op, ptr, e.v(value), "monotonic")
+    return atomic_update(e, s.attr, ptr, dtype, values)
 
 
 def _rmw_minmax(pick_new_if: str):
-    def rmw(b, old, new, t):
+    def rmw(b, old, operands, t):
+        (new,) = operands
         take = ops.compare(b, OpCode.LT if pick_new_if == "<" else OpCode.GT, new, old, t)
         return b.select(take, new, old)
 
     return rmw
 
 
+def _rmw_binary(op: OpCode):
+    return lambda b, old, operands, t: ops.binary(b, op, old, operands[0], t)
+
+
+def _rmw_cas(b, old, operands, t):
+    compare, value = operands
+    return b.select(ops.compare(b, OpCode.EQ, old, compare, t), value, old)
+
+
 _PRIVATE_RMW = {
-    "add": lambda b, old, v, t: ops.binary(b, OpCode.ADD, old, v, t),
-    "sub": lambda b, old, v, t: ops.binary(b, OpCode.SUB, old, v, t),
+    "add": _rmw_binary(OpCode.ADD),
+    "sub": _rmw_binary(OpCode.SUB),
     "min": _rmw_minmax("<"),
     "max": _rmw_minmax(">"),
+    "and": _rmw_binary(OpCode.BITAND),
+    "or": _rmw_binary(OpCode.BITOR),
+    "xor": _rmw_binary(OpCode.BITXOR),
+    "exch": lambda b, old, operands, t: operands[0],
+    "cas": _rmw_cas,
 }
 
 

@@ -183,6 +183,10 @@ def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
         if src.is_float:
             return b.fcmp_unordered("!=", x, ll.Constant(x.type, 0.0))
         return b.icmp_unsigned("!=", x, ll.Constant(x.type, 0))
+    if dst == T.float16 and src.bits > 16:
+        # Through float32, as the CUDA backend converts: x86 has no instruction from double
+        # or 64-bit ints to half, and MCJIT does not resolve the runtime routine it would call.
+        x, src = cast(b, x, src, T.float32), T.float32
     if src.is_bool:
         return b.uitofp(x, target) if dst.is_float else b.zext(x, target)
     if src.is_float and dst.is_float:
@@ -231,7 +235,22 @@ _INTRINSIC_BUILTINS = {
     "ceil": "llvm.ceil", "round": "llvm.round", "rint": "llvm.rint", "trunc": "llvm.trunc",
     "fabs": "llvm.fabs",
 }
-_LIBM_BUILTINS = ("cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2")
+_LIBM_BUILTINS = ("cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "erf",
+                  "erfc")
+
+
+def _copysign(b, x, y):
+    # llvmlite's declare_intrinsic gives unknown intrinsics one parameter: declare it here.
+    suffix = {"half": "f16", "float": "f32", "double": "f64"}[str(x.type)]
+    name = f"llvm.copysign.{suffix}"
+    fn = b.module.globals.get(name) or ll.Function(
+        b.module, ll.FunctionType(x.type, [x.type, x.type]), name)
+    return b.call(fn, [x, y])
+
+
+def _popcount(b, x):
+    # The builtin hands over an unsigned 64-bit value (narrower ints zero-extended).
+    return b.trunc(intrinsic(b, "llvm.ctpop", [x]), I32)
 
 
 def _builtin_table() -> dict[str, Callable]:
@@ -241,7 +260,33 @@ def _builtin_table() -> dict[str, Callable]:
     for key in _LIBM_BUILTINS:
         table[key] = lambda b, args, _n=key: libm(b, _n, args)
     table["frac"] = lambda b, args: _frac(b, args[0])
+    table["copysign"] = lambda b, args: _copysign(b, *args)
+    table["popcount"] = lambda b, args: _popcount(b, args[0])
     return table
 
 
 BUILTIN_LOWERING: dict[str, Callable] = _builtin_table()
+
+
+def bitcast(e, x: ll.Value, src: T.Type, dst: T.Type) -> ll.Value:
+    """The bits of `x` (of type `src`) as a value of type `dst`, the same size (`kc.cast`).
+
+    Scalars are bit-cast in registers; aggregates go through a stack slot of the function's
+    entry block (so a cast in a loop does not grow the stack).
+    """
+    b = e.b
+    mem = to_memory(b, x, src)
+    target = llvm_type(dst, memory=True)
+    if isinstance(src, T.ScalarType) and isinstance(dst, T.ScalarType):
+        return from_memory(b, b.bitcast(mem, target), dst)
+    with b.goto_block(e.entry_block):
+        b.position_at_start(e.entry_block)
+        slot = b.alloca(mem.type)
+    b.store(mem, slot)
+    return from_memory(b, b.load(slot, typ=target), dst)
+
+
+# Lowerings that need the IR types and the function emitter: f(e, args, arg_types, result).
+TYPED_LOWERING: dict[str, Callable] = {
+    "bitcast": lambda e, args, types, result: bitcast(e, args[0], types[0], result),
+}

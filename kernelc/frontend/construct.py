@@ -39,6 +39,9 @@ class ConstructLowering:
             return self.convert_aggregate(target, args[0])
         if getattr(target, "kind", None) == "transform" and len(args) == 2:
             args = self.transform_parts(target, args)
+        elif (target.name.startswith("spatial_vector") and len(args) == 2
+              and all(isinstance(a.type, T.VectorType) for a in args)):
+            args = self.spatial_parts(target, args)
         for a in args:  # a non-scalar component is reported before any count mismatch
             if not isinstance(a.type, T.ScalarType):
                 self.coerce_component(a, dtype, target)  # raises, with a hint
@@ -84,10 +87,20 @@ class ConstructLowering:
                 and isinstance(q.type, T.VectorType) and q.type.kind == "quat"):
             raise KernelError(f"{target!r}(p, q) needs a 3-vector and a quaternion, "
                               f"got {p.type!r} and {q.type!r}")
+        return self.components_of(target, (p, q), "(p, q)")
+
+    def spatial_parts(self, target: T.VectorType, args: list[Val]) -> list[Val]:
+        """spatial_vector(w, v): an angular and a linear 3-vector, as in Warp's kernels."""
+        if not all(a.type.kind == "vec" and a.type.length == 3 for a in args):
+            raise KernelError(f"{target!r}(w, v) needs two 3-vectors, got {args[0].type!r} "
+                              f"and {args[1].type!r}")
+        return self.components_of(target, args, "(w, v)")
+
+    def components_of(self, target: T.VectorType, parts, form: str) -> list[Val]:
         out = []
-        for v in (p, q):
+        for v in parts:
             if v.type.dtype != target.dtype:
-                raise KernelError(f"{target!r}(p, q) needs {target.dtype!r} components, "
+                raise KernelError(f"{target!r}{form} needs {target.dtype!r} components, "
                                   f"got {v.type!r}")
             out += [Val(self.b.op(OpCode.EXTRACT, (v.value,), v.type.dtype, i))
                     for i in range(v.type.length)]

@@ -105,18 +105,30 @@ def _point_id(lowerer, node: ast.Call) -> Val:
     return lowerer.call_func(_lang().point_id, [grid, lowerer.coerce(index, T.int32)])
 
 
+def query_slot(lowerer, node: ast.expr):
+    """The slot of `q` in `for index in q`, when `q` is a variable holding a query."""
+    if isinstance(node, ast.Name):
+        bound = lowerer.names.get(node.id)
+        if isinstance(bound, ir.Slot) and bound.type == _lang().HashGridQuery._kc_type:
+            return bound
+    return None
+
+
 def lower_query_loop(lowerer, node: ast.For) -> None:
     """`for index in hash_grid_query(grid, point, max_dist): body` as a while loop whose
-    condition advances the query."""
+    condition advances the query. Looping over a query variable advances that variable,
+    as in Warp: a second loop over it finds nothing more."""
     b = lowerer.b
-    query_slot = b.new_slot("query", _lang().HashGridQuery._kc_type)
-    b.store(query_slot, _query_value(lowerer, node.iter).value)
+    slot = query_slot(lowerer, node.iter)
+    if slot is None:
+        slot = b.new_slot("query", _lang().HashGridQuery._kc_type)
+        b.store(slot, _query_value(lowerer, node.iter).value)
     index_slot = b.new_slot("index", T.int32)
     b.store(index_slot, b.const(0, T.int32))
     with b.region() as cond_body:
         found, new_query, new_index = lowerer.call_func(
-            _lang().query_next, [Val(b.load(query_slot)), Val(b.load(index_slot))]).items
-        b.store(query_slot, new_query.value)
+            _lang().query_next, [Val(b.load(slot)), Val(b.load(index_slot))]).items
+        b.store(slot, new_query.value)
         b.store(index_slot, new_index.value)
     lowerer.loop_depth += 1
     with b.region() as body:

@@ -88,11 +88,17 @@ class FunctionLowerer(AggregateLowering, ConstructLowering, ExprLowering, StmtLo
         assigned = {
             n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
+        # A value passed to a call by name may be advanced in place (`randf(state)`,
+        # `svd3(A, U, s, V)`), which is an assignment too, possibly inside a loop or branch.
+        passed = {a.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  for a in n.args if isinstance(a, ast.Name)}
         params = []
         for arg, t in zip(tree.args.args, self.param_types):
             value = self.b.new_value(t)
             params.append(value)
-            if arg.arg in assigned:  # a parameter the body reassigns gets a slot
+            in_place = arg.arg in passed and isinstance(t, (T.ScalarType, T.VectorType,
+                                                            T.MatrixType))
+            if arg.arg in assigned or in_place:  # a parameter the body changes gets a slot
                 slot = self.b.new_slot(arg.arg, t)
                 self.b.store(slot, value)
                 self.names[arg.arg] = slot

@@ -299,8 +299,15 @@ class ExprLowering:
         a, b = self.as_val(a, node), self.as_val(b, node)
         if not (isinstance(a.type, T.ScalarType) and isinstance(b.type, T.ScalarType)):
             return self.nonscalar_compare(opcode, a, b, node)
-        t = self.common_type(a, b)
-        args = (self.coerce(a, t).value, self.coerce(b, t).value)
+        if a.weak or b.weak or a.type == b.type:
+            t = self.common_type(a, b)
+            args = (self.coerce(a, t).value, self.coerce(b, t).value)
+        else:
+            # Two typed scalars of different types compare as in C++ (Warp compiles the
+            # comparison as written): float beats int, wider beats narrower, unsigned wins
+            # a tie of width. The comparison itself cannot overflow, so this mixing is safe.
+            t = comparison_type(a.type, b.type)
+            args = tuple(x.value if x.type == t else self.b.cast(x.value, t) for x in (a, b))
         return Val(self.b.op(opcode, args, T.bool_))
 
     def nonscalar_compare(self, op: OpCode, a: Val, b: Val, node: ast.AST) -> Val:
@@ -426,6 +433,8 @@ class ExprLowering:
             out = out.value
         if out is None:
             return PyObj(None)
+        if isinstance(out, tuple):  # several results (transform_decompose, ...): unpack them
+            return TupleVal(tuple(Val(v) for v in out))
         return Val(out, weak=all(v.weak for v in vals) and bool(vals) and result == vals[0].type)
 
     def write_back(self, node: ast.AST | None, value, builtin: Builtin) -> None:
@@ -476,3 +485,25 @@ def _plural(builtin: Builtin) -> str:
     counts = sorted({len(o.params) for o in builtin.overloads})
     text = " or ".join(str(c) for c in counts)
     return f"{text} argument" + ("" if counts == [1] else "s")
+
+
+def comparison_type(a: T.ScalarType, b: T.ScalarType) -> T.ScalarType:
+    """The type C++'s usual arithmetic conversions give `a < b` (float16 counts as float32,
+    as Warp's half converts to float)."""
+    if a.is_float or b.is_float:
+        floats = [t for t in (a, b) if t.is_float]
+        return max(floats + [T.float32], key=lambda t: t.bits)
+
+    def promoted(t: T.ScalarType) -> T.ScalarType:
+        return T.int32 if t.bits < 32 else t  # bool, 8- and 16-bit ints become int
+
+    a, b = promoted(a), promoted(b)
+    if a == b:
+        return a
+    if a.is_signed == b.is_signed:
+        return max(a, b, key=lambda t: t.bits)
+    signed, unsigned = (a, b) if a.is_signed else (b, a)
+    if unsigned.bits >= signed.bits:
+        return unsigned
+    return signed  # int64 holds every uint32
+

@@ -152,12 +152,12 @@ class StmtLowering:
         if node.orelse:
             raise KernelError("for ... else is not supported in kernels")
         call = node.iter
-        if isinstance(call, ast.Call) and self.is_query(call.func):
+        if self.is_query_loop(call):
             from kernelc.frontend.hash_grid_forms import lower_query_loop
 
             return lower_query_loop(self, node)
         if not (isinstance(call, ast.Call) and self.is_range(call.func)):
-            raise KernelError("kernels can only loop over range(...) or a hash_grid_query(...)")
+            raise KernelError("kernels can only loop over range(...) or a hash-grid query")
         if call.keywords or not 1 <= len(call.args) <= 3:
             raise KernelError("range() takes 1 to 3 positional arguments")
         bounds = [self.as_val(self.visit(a), a) for a in call.args]
@@ -249,7 +249,14 @@ class StmtLowering:
         callee = self.visit(func_node)
         return isinstance(callee, PyObj) and callee.obj is range
 
-    def is_query(self, func_node: ast.expr) -> bool:
-        callee = self.visit(func_node)
-        return isinstance(callee, PyObj) and getattr(
-            callee.obj, "_kc_special", None) == "hash_grid_query"
+    def is_query_loop(self, iterable: ast.expr) -> bool:
+        """`for i in hash_grid_query(...)`, or `for i in q` with `q` a query variable."""
+        if isinstance(iterable, ast.Call):
+            callee = self.visit(iterable.func)
+            return isinstance(callee, PyObj) and getattr(
+                callee.obj, "_kc_special", None) == "hash_grid_query"
+        if isinstance(iterable, ast.Name) and iterable.id in self.names:
+            from kernelc.frontend.hash_grid_forms import query_slot
+
+            return query_slot(self, iterable) is not None
+        return False

@@ -149,11 +149,19 @@ def _range(lowerer, node: ast.Call):
 
 @cache
 def _handlers():
-    from kernelc.frontend.construct import SPECIAL_FORMS
-    from kernelc.frontend.hash_grid_forms import SPECIAL_FORMS as HASH_GRID_FORMS
+    import importlib
 
-    return {"tid": _tid, "static": _static, "print": _print, "printf": _printf, "zeros": _zeros,
-            "len": _len, "range": _range, **SPECIAL_FORMS, **HASH_GRID_FORMS}
+    forms = {"tid": _tid, "static": _static, "print": _print, "printf": _printf, "zeros": _zeros,
+             "len": _len, "range": _range}
+    for module in _FORM_MODULES:
+        forms.update(importlib.import_module(module).SPECIAL_FORMS)
+    return forms
+
+
+# Each module has a SPECIAL_FORMS table: special-form name -> handler(lowerer, call node).
+_FORM_MODULES = ("kernelc.frontend.construct", "kernelc.frontend.hash_grid_forms",
+                 "kernelc.frontend.linalg_forms", "kernelc.frontend.mesh_forms",
+                 "kernelc.builtins.utility", "kernelc.frontend.sampling_forms")
 
 
 _PYTHON_SPECIALS = {print: "print", len: "len", range: "range"}

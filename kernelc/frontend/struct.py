@@ -32,8 +32,6 @@ def struct(cls: type) -> type:
             raise KernelError(f"field '{name}' of struct '{cls.__name__}' has no kernelc type "
                               f"({ann!r})")
         fields.append((name, t))
-    if not fields:
-        raise KernelError(f"struct '{cls.__name__}' has no annotated fields")
     st = T.StructType(cls.__qualname__, tuple(fields), cls)
     cls._kc_type = st
     cls.__init__ = _make_init(st)

@@ -89,6 +89,20 @@ def count_work(kernel, arg_types, dims) -> tuple[float | None, float | None]:
     return (None if f is None else f * n), (None if b is None else b * n)
 
 
+def atomic_parts(op: ir.Op) -> tuple[ir.Value, tuple[ir.Value, ...], tuple[ir.Value, ...]]:
+    """(array, indices, operands) of an ATOMIC op: the array's ndim says where the indices
+    end; the operands are (value,), or (compare, value) for "cas"."""
+    array = op.args[0]
+    ndim = array.type.ndim
+    return array, tuple(op.args[1:1 + ndim]), tuple(op.args[1 + ndim:])
+
+
+# How `reduction_targets` combines private copies, per atomic kind. Compare-and-swap and
+# exchange have no such combination (their result depends on the order of the updates).
+_COMBINE = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or",
+            "xor": "xor"}
+
+
 def thread_private_params(fn: ir.Function) -> frozenset[int]:
     """Array parameters that each thread touches only at its own element.
 
@@ -124,7 +138,7 @@ def thread_private_params(fn: ir.Function) -> frozenset[int]:
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Op) and s.opcode in (OpCode.ARRAY_LOAD, OpCode.ATOMIC):
             arr, rest = s.args[0], s.args[1:]
-            indices = rest if s.opcode == OpCode.ARRAY_LOAD else rest[:-1]
+            indices = rest if s.opcode == OpCode.ARRAY_LOAD else atomic_parts(s)[1]
             if not own_index(indices):
                 candidates.discard(arr.id)
             others = rest
@@ -149,7 +163,8 @@ def reduction_targets(fn: ir.Function) -> dict[int, str]:
 
     Such an array can be accumulated in private copies and combined at the end
     (`ReduceMode.Expand`). Returns the parameters' value ids, each with its combining
-    operation: "add" (atomic add and sub), "min" or "max".
+    operation: "add" (atomic add and sub), "min", "max", "and", "or" or "xor". An array
+    updated by compare-and-swap or exchange never qualifies.
     """
     from kernelc.ir.passes.rewrite import operands
 
@@ -159,8 +174,8 @@ def reduction_targets(fn: ir.Function) -> dict[int, str]:
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC:
             arr = s.args[0]
-            kind = "add" if s.attr in ("add", "sub") else s.attr
-            if kinds.setdefault(arr.id, kind) != kind:
+            kind = _COMBINE.get(s.attr)
+            if kind is None or kinds.setdefault(arr.id, kind) != kind:
                 used.add(arr.id)
             array_of[s.result.id] = arr.id
             used.update(v.id for v in s.args[1:])

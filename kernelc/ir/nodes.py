@@ -47,7 +47,9 @@ class OpCode(enum.Enum):
     TID = "tid"  # attr: (axis, ndim); ndim 0 = the linear thread index
     ARRAY_LOAD = "array_load"  # args: (array, *indices)
     ARRAY_SHAPE = "array_shape"  # args: (array,); attr: axis
-    ATOMIC = "atomic"  # args: (array, *indices, value); attr: "add"|"sub"|"min"|"max"; old value
+    # args: (array, *indices, *operands), operands (value,) or (compare, value) for "cas";
+    # attr: add|sub|min|max|and|or|xor|cas|exch; the result is the old value
+    ATOMIC = "atomic"
     LOCAL_LOAD = "local_load"  # args: (index,); attr: Slot of a LocalArrayType
     CALL = "call"  # attr: builtin key (see kernelc.builtins)
     CALL_FUNC = "call_func"  # attr: the callee Function's name

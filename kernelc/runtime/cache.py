@@ -12,6 +12,7 @@ and ignores the bytes after it; `load_image` verifies the whole file before anyo
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import struct
@@ -37,6 +38,23 @@ def _builtin_sha256():
 
 
 sha256 = _builtin_sha256()
+
+
+@functools.cache
+def codegen_fingerprint() -> str:
+    """Names, sizes and modification times of the LLVM backend's source files.
+
+    CPU cache keys hash kernelc's IR, not the LLVM IR made from it, so an edited backend
+    (a development checkout) must change the key too. Stat calls only: ~0.1 ms, once.
+    """
+    folder = Path(__file__).resolve().parents[1] / "codegen"
+    entries = []
+    with os.scandir(folder) as it:
+        for entry in it:
+            if entry.name.endswith(".py"):
+                st = entry.stat()
+                entries.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    return ";".join(sorted(entries))
 
 
 def cache_key(*parts: str | bytes) -> str:

@@ -22,8 +22,8 @@ from kernelc.errors import Loc
 from kernelc.ir import nodes as ir
 from kernelc.ir.passes import run_pipeline
 from kernelc.ir.printer import format_module
-from kernelc.runtime.cache import DiskCache, cache_key, sha256
-from kernelc.runtime.cpu import KERNEL_CFUNC, CpuKernel, CpuState, args_ctype, cpu_state
+from kernelc.runtime.cache import DiskCache, cache_key, codegen_fingerprint, sha256
+from kernelc.runtime.cpu import CpuKernel, CpuState, args_ctype, cpu_state, kernel_cfunc
 from kernelc.runtime.native import LIBRARY_EXT, NO_LINK_EXT, LinkJob
 
 OBJECT_EXT = "o"
@@ -102,7 +102,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
     entry = f"kc_{module.kernel.name}_{digest[:16]}"
     host = state.host(_cache_dir())
     # The disk key hashes kernelc's own IR, so a warm start skips LLVM IR generation too.
-    key = cache_key(digest, entry, host.target_id, __version__)
+    key = cache_key(digest, entry, host.target_id, __version__, codegen_fingerprint())
     disk = DiskCache(config.kernel_cache_dir) if config.cache_kernels else None
     loaded = _load_cached(state, disk, key, entry, module, options) if disk else None
     if loaded is None:
@@ -112,7 +112,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
         loaded = _compile(state, disk, key, entry, module, options)
     t1, t2 = loaded.codegen_end, time.perf_counter()
     compiled = CpuKernel(
-        name=kernel.__name__, entry=entry, hash=key, cfunc=KERNEL_CFUNC(loaded.address),
+        name=kernel.__name__, entry=entry, hash=key, cfunc=kernel_cfunc(loaded.address),
         args_type=args_ctype(arg_types), params=arg_types, check_locs=loaded.check_locs,
         has_print=loaded.has_print, has_loops=_has_loops(module),
         private_params=_private(module, options),

@@ -17,6 +17,13 @@ from kernelc.runtime.native import Libraries, Linker
 KERNEL_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
+def kernel_cfunc(address: int):
+    """A kernel entry callable from Python; `kernel_address` is what the native pool calls."""
+    fn = KERNEL_CFUNC(address)
+    fn.kernel_address = address
+    return fn
+
+
 class CpuJit:
     """Compiles LLVM IR for the host CPU and loads object code into MCJIT, one engine each.
 
@@ -101,11 +108,26 @@ class CpuJit:
 
 
 class ThreadPool:
-    """Runs a kernel's thread range in blocks on worker threads (ctypes drops the GIL)."""
+    """Runs a kernel's thread range in blocks on worker threads (ctypes drops the GIL).
+
+    Kernels run on the native pool (`native_pool.py`) once its library is loaded; Python
+    callables, and kernels until then, on a Python executor.
+    """
 
     def __init__(self, num_threads: int):
         self.num_threads = max(1, num_threads)
         self._executor = None  # a ThreadPoolExecutor once a launch is big enough
+        self._native_loader = None
+        self._native_lock = threading.Lock()  # the native pool runs one launch at a time
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        self._executor = None
+        self._native_lock = threading.Lock()
+        pool = self._native_loader.pool if self._native_loader is not None else None
+        if pool is not None:
+            pool.forget_workers()
 
     def _pool(self):
         if self._executor is None:
@@ -114,12 +136,33 @@ class ThreadPool:
             self._executor = ThreadPoolExecutor(self.num_threads, thread_name_prefix="kernelc")
         return self._executor
 
+    def native(self, wait: bool = False):
+        """The native pool, or None while it loads (or where there is no C compiler)."""
+        loader = self._native_loader
+        if loader is None:
+            from kernelc.config import config
+            from kernelc.runtime.native import find_compiler
+            from kernelc.runtime.native_pool import NativePoolLoader
+
+            loader = self._native_loader = NativePoolLoader(self.num_threads - 1)
+            loader.request(config.kernel_cache_dir, find_compiler())
+        return loader.wait() if wait else loader.pool
+
     def run(self, fn, args: int, n: int, blocks_per_thread: int) -> None:
         workers = self.num_threads
         nblocks = min(n, workers * blocks_per_thread)
         if workers == 1 or nblocks <= 1:
             fn(args, 0, n)
             return
+        address = getattr(fn, "kernel_address", None)
+        if address is not None:
+            native = self.native()
+            if native is not None and self._native_lock.acquire(blocking=False):
+                try:
+                    native.run(address, args, n, nblocks)
+                finally:
+                    self._native_lock.release()
+                return
         step = -(-n // nblocks)
         ranges = [(s, min(s + step, n)) for s in range(0, n, step)]
         pool = self._pool()

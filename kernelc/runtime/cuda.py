@@ -97,11 +97,12 @@ class DeviceInfo:
         self.total_memory = int(call(cu.cuDeviceTotalMem, self.handle))
         self.pools_supported = bool(
             self.attribute(_ATTR.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED))
+        self.pools_enabled = self.pools_supported  # kc.set_mempool_enabled switches it
         self.context: Any = None
         self.null_stream: Any = None  # kernelc's own stream, the default current stream
         self.current_stream: Any = None  # a kernelc Stream object, or None for null_stream
         self.capturing = 0  # open graph captures on this device
-        self.deferred_frees: list[int] = []  # blocks freed during a capture
+        self.deferred_frees: list[tuple[int, bool]] = []  # (ptr, pooled) freed in a capture
         self.capture_refs: list[Any] = []  # launches captured into the open graph
         self.pending: list[tuple[Any, Any]] = []  # (event, host object) of async transfers
 
@@ -240,7 +241,7 @@ class DeviceBlock:
             info = state().devices[self.ordinal]
             if info.capturing:
                 # A free issued on a capturing stream would become a node of the graph.
-                info.deferred_frees.append(self.ptr)
+                info.deferred_frees.append((self.ptr, self.pooled))
                 return
             _free(info, self.ptr, self.pooled)
         except Exception:  # interpreter shutdown: the driver may already be gone
@@ -259,7 +260,7 @@ def _free(info: DeviceInfo, ptr: int, pooled: bool) -> None:
 
 def _flush_deferred_frees(info: DeviceInfo) -> None:
     while info.deferred_frees and not info.capturing:
-        _free(info, info.deferred_frees.pop(), info.pools_supported)
+        _free(info, *info.deferred_frees.pop())
 
 
 def end_capture(info: DeviceInfo) -> None:
@@ -310,12 +311,12 @@ class CudaBackend:
             raise RuntimeError(
                 f"cannot allocate memory on {device} during a graph capture: allocate the "
                 "arrays before the capture begins")
-        if info.pools_supported:
+        pooled = info.pools_enabled
+        if pooled:
             ptr = int(call(cu.cuMemAllocAsync, nbytes, stream_handle(info)))
         else:
             ptr = int(call(cu.cuMemAlloc, nbytes))
-        return Allocation(ptr, nbytes, device, DeviceBlock(ptr, info.ordinal,
-                                                           info.pools_supported))
+        return Allocation(ptr, nbytes, device, DeviceBlock(ptr, info.ordinal, pooled))
 
     def copy(self, dest: Any, src: Any) -> None:
         if dest.size == 0:

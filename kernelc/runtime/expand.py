@@ -4,9 +4,10 @@ A kernel launched with `ReduceMode.Expand` whose array parameters are only updat
 atomics (see `ir.analysis.reduction_targets`) runs its thread blocks with those arrays
 replaced by private copies, one per block that runs at the same time: the blocks never
 contend, and their atomics hit memory no other thread touches. After the run the copies are
-combined into the arrays (summed for add/sub, the minimum or maximum for min/max). The
-result is the same as with direct atomics up to the order of floating-point additions,
-which atomics do not fix either.
+combined into the arrays (summed for add/sub, the minimum or maximum for min/max, the
+bitwise and / or / xor for those atomics). The result is the same as with direct atomics
+up to the order of floating-point additions, which atomics do not fix either.
+Compare-and-swap and exchange are never expanded (their result depends on the order).
 """
 
 from __future__ import annotations
@@ -74,8 +75,11 @@ class ExpandedRun:
         """Runs threads [0, size) on the pool with private copies, then combines them."""
         for own in self.copies:
             for private, (_i, kind, view) in zip(own, self.targets):
-                if kind == "add":
+                if kind in ("add", "or", "xor"):  # start from the identity element
                     private.fill(0)
+                elif kind == "and":
+                    private.fill(0)
+                    np.invert(private, out=private)
                 else:
                     private[...] = view
 
@@ -91,7 +95,12 @@ class ExpandedRun:
             stack = np.stack([own[k] for own in self.copies])
             if kind == "add":
                 view += stack.sum(axis=0, dtype=view.dtype)
+            elif kind in _BITWISE:
+                _BITWISE[kind](view, _BITWISE[kind].reduce(stack, axis=0), out=view)
             elif kind == "min":
                 np.minimum(view, stack.min(axis=0), out=view)
             else:
                 np.maximum(view, stack.max(axis=0), out=view)
+
+
+_BITWISE = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}

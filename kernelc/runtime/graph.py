@@ -223,3 +223,36 @@ def _replay_cpu(graph: Graph) -> None:
         for impl in events:
             if not impl.query():
                 impl.complete(time.perf_counter_ns())
+
+
+# Captures opened by capture_begin(), by device alias, until capture_end() closes them.
+_OPEN_CAPTURES: dict[str, ScopedCapture] = {}
+
+
+def capture_begin(device: Devicelike = None, stream: Any = None,
+                  force_module_load: bool | None = None, external: bool = False) -> None:
+    """Starts capturing launches on `device` (Warp's function form of `ScopedCapture`).
+
+    Args:
+        device: The device (None: the stream's device, else the current device).
+        stream: CUDA only: the stream to capture.
+        force_module_load: Load `__main__`'s kernels first (default True).
+        external: Accepted for Warp compatibility; kernelc always starts the capture itself.
+    """
+    capture = ScopedCapture(device, stream, True if force_module_load is None
+                            else force_module_load)
+    key = capture.device.alias
+    if key in _OPEN_CAPTURES:
+        raise RuntimeError(f"a capture is already open on {key}; call capture_end() first")
+    capture.__enter__()
+    _OPEN_CAPTURES[key] = capture
+
+
+def capture_end(device: Devicelike = None, stream: Any = None) -> Graph:
+    """Ends the capture `capture_begin()` started on `device` and returns its graph."""
+    dev = stream.device if stream is not None and device is None else get_device(device)
+    capture = _OPEN_CAPTURES.pop(dev.alias, None)
+    if capture is None:
+        raise RuntimeError(f"no capture is open on {dev.alias}; call capture_begin() first")
+    capture.__exit__(None, None, None)
+    return capture.graph

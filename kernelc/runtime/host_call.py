@@ -105,15 +105,18 @@ class HostFunction:
             params, result = overload.rule(types, weak)
         except TypeError as err:
             raise TypeError(f"kernelc.{builtin.name}(): {err}") from None
-        if any(isinstance(p, T.ArrayType) for p in params) or not isinstance(
-                result, (T.ScalarType, T.VectorType, T.MatrixType)):
+        # The results: none (void), one, or several (a tuple, returned as a Python tuple).
+        self.outputs = (result.elements if isinstance(result, T.TupleType)
+                        else () if result == T.void else (result,))
+        if any(isinstance(p, T.ArrayType) for p in params) or not all(
+                isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType)) for t in self.outputs):
             raise TypeError(f"kernelc.{builtin.name}() can only be called inside "
                             f"@kernelc.kernel or @kernelc.func")
         self.params = tuple(params)
         self.result = result
+        self.writeback: tuple[int, ...] = ()  # argument positions updated in place (set below)
         self._module = self._build_ir()
         self._kernel = None
-        self._out_dtype, self._out_shape = _layout(result)
 
     # ---- what get_cpu_kernel needs --------------------------------------------------------
 
@@ -126,7 +129,7 @@ class HostFunction:
         b = IRBuilder()
         b.loc = _LOC
         values = [b.new_value(t) for t in self.params]
-        out = b.new_value(T.ArrayType(self.result, 1))
+        writeback: dict[int, ir.Value] = {}
         if self.overload.expand is None:
             result = b.op(OpCode.CALL, values, self.result, self.overload.key)
         else:
@@ -134,24 +137,42 @@ class HostFunction:
                 result = self.overload.expand(b, *values)
             except TypeError as err:
                 raise TypeError(f"kernelc.{self.builtin.name}(): {err}") from None
-            if isinstance(result, Expansion):  # a state argument's new value is dropped
-                result = result.value
-        b.append(ir.ArrayStore(_LOC, out, (b.const(0, T.int32),), result))
+            if isinstance(result, Expansion):
+                writeback, result = result.writeback, result.value
+        results = () if result is None else result if isinstance(result, tuple) else (result,)
+        # Warp's host calls update vector/matrix arguments in place (transform_set_rotation);
+        # Python numbers cannot be: a random state's new value is dropped, and a builtin whose
+        # only effect is on a number (the output form of quat_to_axis_angle) is kernel-only.
+        scalars = [k for k in writeback if isinstance(self.params[k], T.ScalarType)]
+        if scalars and not self.outputs:
+            raise TypeError(f"kernelc.{self.builtin.name}() writes into its argument "
+                            f"'{self.overload.params[scalars[0]]}': it can only be called "
+                            f"inside @kernelc.kernel or @kernelc.func")
+        self.writeback = tuple(k for k in sorted(writeback) if k not in scalars)
+        stored = [*results, *(writeback[k] for k in self.writeback)]
+        outs = [b.new_value(T.ArrayType(v.type, 1)) for v in stored]
+        for out, v in zip(outs, stored):
+            b.append(ir.ArrayStore(_LOC, out, (b.const(0, T.int32),), v))
+        names = [f"out{k}" for k in range(len(outs))]
         fn = ir.Function(
-            name=self.__name__, params=(*values, out),
-            param_names=(*self.overload.params, "out"), return_types=(), body=b.body(),
+            name=self.__name__, params=(*values, *outs),
+            param_names=(*self.overload.params, *names), return_types=(), body=b.body(),
             slots=tuple(b.slots), is_kernel=True, loc=_LOC,
         )
         return ir.Module(fn, ())
+
+    def _stored_types(self) -> list[T.Type]:
+        return [*self.outputs, *(self.params[k] for k in self.writeback)]
 
     # ---- calling ----------------------------------------------------------------------------
 
     def _load(self):
         from kernelc.runtime.compiler import get_cpu_kernel
 
-        kernel = get_cpu_kernel(self, (*self.params, T.ArrayType(self.result, 1)))
+        outs = tuple(T.ArrayType(t, 1) for t in self._stored_types())
+        kernel = get_cpu_kernel(self, (*self.params, *outs))
         args_type = kernel.args_type
-        offsets = [getattr(args_type, f"p{i}").offset for i in range(len(self.params) + 1)]
+        offsets = [getattr(args_type, f"p{i}").offset for i in range(len(self.params))]
         self._kernel = (kernel, offsets)
         return self._kernel
 
@@ -168,11 +189,15 @@ class HostFunction:
             else:
                 data = np.ascontiguousarray(v, dtype=t.dtype.np_dtype).tobytes()
                 ctypes.memmove(base + offset, data, len(data))
-        out = np.empty(self._out_shape, self._out_dtype)
-        view = getattr(args, f"p{len(self.params)}")
-        view.data = out.ctypes.data
-        view.shape[0] = 1
-        view.strides[0] = out.nbytes
+        stored = []
+        for k, t in enumerate(self._stored_types()):
+            dtype, shape = _layout(t)
+            out = np.empty(shape, dtype)
+            view = getattr(args, f"p{len(self.params) + k}")
+            view.data = out.ctypes.data
+            view.shape[0] = 1
+            view.strides[0] = out.nbytes
+            stored.append(out)
         for k in range(4):
             args.dims[k] = 1
         error = ErrorRecord()
@@ -181,7 +206,14 @@ class HostFunction:
         if error.code:
             raise KernelRuntimeError(f"kernelc.{self.builtin.name}() failed on the host "
                                      f"(error code {error.code})")
-        return _to_python(self.result, out)
+        for position, new in zip(self.writeback, stored[len(self.outputs):]):
+            target = values[position]
+            if isinstance(target, np.ndarray) and target.flags.writeable:
+                target[...] = new.reshape(target.shape)
+        results = [_to_python(t, out) for t, out in zip(self.outputs, stored)]
+        if isinstance(self.result, T.TupleType):
+            return tuple(results)
+        return results[0] if results else None
 
 
 def _layout(t: T.Type) -> tuple[np.dtype, tuple[int, ...]]:

@@ -94,3 +94,23 @@ KC_HOST_MINMAX(unsigned int, unsigned int)
 KC_HOST_MINMAX(long long, unsigned long long)
 KC_HOST_MINMAX(unsigned long long, unsigned long long)
 #undef KC_HOST_MINMAX
+
+// Exchange and bitwise and / or / xor, as CUDA has them (the 64-bit ones on unsigned
+// long long only).
+#define KC_HOST_RMW(T)                                                                       \
+    inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }   \
+    inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }     \
+    inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }       \
+    inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); }
+KC_HOST_RMW(int)
+KC_HOST_RMW(unsigned int)
+KC_HOST_RMW(unsigned long long)
+#undef KC_HOST_RMW
+
+inline float atomicExch(float* p, float v) {
+    return kc_host_rmw<float, unsigned int>(p, [=](float) { return v; });
+}
+
+// ---- intrinsics --------------------------------------------------------------------------
+
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
