@@ -135,6 +135,21 @@ def launch_rows() -> list[tuple]:
         wa = wp.zeros(1, dtype=float)
         t = median_time(lambda: wp.launch(wp_noop, 1, [wa]), 3000, warmup=100)
         rows.append(("", "warp", f"{t * 1e6:.2f} us", ""))
+    # A launch big enough to use every worker thread but short of work: the pool's cost.
+    n = 100_000
+    big = kc.zeros(n, dtype=float)
+    kc.launch(kc_noop, n, [big])
+    from kernelc.config import config
+    from kernelc.runtime.cpu import cpu_state
+
+    cpu_state(config.num_threads).pool.native(wait=True)  # built once per machine
+    t = median_time(lambda: kc.launch(kc_noop, n, [big]), 2000, warmup=100)
+    rows.append((f"launch, dim={n} on {config.num_threads} threads", "kernelc",
+                 f"{t * 1e6:.2f} us", ""))
+    if wp is not None:
+        wbig = wp.zeros(n, dtype=float)
+        t = median_time(lambda: wp.launch(wp_noop, n, [wbig]), 2000, warmup=100)
+        rows.append(("", "warp (one thread)", f"{t * 1e6:.2f} us", ""))
     return rows
 
 

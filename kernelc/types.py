@@ -143,7 +143,7 @@ class StructType(Type):
     @property
     def size(self) -> int:
         if not self.fields:
-            return 0
+            return 1  # C++'s size of an empty struct: one padding byte on every backend
         end = self.offsets[-1] + self.fields[-1][1].size
         return -(-end // alignment(self)) * alignment(self)
 

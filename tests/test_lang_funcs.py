@@ -166,3 +166,61 @@ def test_recursion_is_a_compile_error():
 
 def test_func_runs_on_the_host_as_python():
     assert square(3.0) == 9.0 and divmod_int(7, 2) == (3, 1)
+
+
+def _make_inner_doubled():
+    @kc.func
+    def doubled(x: float) -> float:
+        return x * 2.0
+
+    return doubled
+
+
+_inner_doubled = _make_inner_doubled()
+
+
+@kc.func
+def doubled(x: float) -> float:  # the same name as the func it calls
+    return _inner_doubled(x) + 1.0
+
+
+@kc.kernel
+def k_same_named_funcs(a: kc.array(dtype=float)):
+    i = kc.tid()
+    a[i] = doubled(a[i])
+
+
+def test_funcs_with_one_name_lowered_inside_each_other():
+    a = kc.array(np.array([1.0, 2.5], np.float32))
+    kc.launch(k_same_named_funcs, 2, [a])
+    np.testing.assert_array_equal(a.numpy(), [3.0, 6.0])
+
+
+@kc.struct
+class Pair:
+    x: int
+    y: int
+
+
+@kc.func
+def bump_if(q: Pair, flag: bool) -> Pair:
+    if flag:
+        q.x += 1  # changes the parameter only on one path
+    return q
+
+
+@kc.kernel
+def k_bump_if(flags: kc.array(dtype=kc.int32), out: kc.array2d(dtype=int)):
+    i = kc.tid()
+    s = Pair()
+    s.x = 5
+    s.y = 7
+    r = bump_if(s, flags[i] != 0)
+    out[i, 0] = r.x
+    out[i, 1] = r.y
+
+
+def test_parameter_changed_on_one_path_keeps_its_value_on_the_other():
+    out = kc.full((2, 2), -1, dtype=int)
+    kc.launch(k_bump_if, 2, [kc.array(np.array([0, 1], np.int32)), out])
+    np.testing.assert_array_equal(out.numpy(), [[5, 7], [6, 7]])

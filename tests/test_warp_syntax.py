@@ -212,3 +212,55 @@ def test_spatial_vector_from_two_vec3(rng):
     kc.launch(k_spatial_from_parts, 8, [kc.array(w, dtype=kc.vec3), kc.array(v, dtype=kc.vec3),
                                         out])
     np.testing.assert_array_equal(out.numpy(), np.concatenate([w, v], 1))
+
+
+def test_empty_structs_compile_for_cuda():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="needs the NVRTC bindings")
+    compiled = kc.compile(k_empty, target="cuda", arch=80)
+    assert compiled.format == "cubin" and compiled.binary
+    assert "char padding;" in compiled.source
+
+
+@kc.func
+def draws_in_a_loop(state: kc.uint32, out: kc.array[float], base: int):
+    for k in range(3):
+        out[base + k] = kc.randf(state)
+    if base < 0:  # never taken: the state must still be the advanced one afterwards
+        out[0] = kc.randf(state)
+    out[base + 3] = kc.randf(state)
+
+
+@kc.kernel
+def k_parameter_state(seed: int, out: kc.array[float]):
+    i = kc.tid()
+    draws_in_a_loop(kc.rand_init(seed, i), out, 4 * i)
+
+
+_PARAMETER_STATE_WARP = """
+@wp.func
+def draws_in_a_loop(state: wp.uint32, out: wp.array[float], base: int):
+    for k in range(3):
+        out[base + k] = wp.randf(state)
+    if base < 0:
+        out[0] = wp.randf(state)
+    out[base + 3] = wp.randf(state)
+
+
+@wp.kernel
+def k_parameter_state(seed: int, out: wp.array[float]):
+    i = wp.tid()
+    draws_in_a_loop(wp.rand_init(seed, i), out, 4 * i)
+
+
+out = wp.zeros(16, dtype=float)
+wp.launch(k_parameter_state, 4, [42, out])
+results["out"] = out.numpy()
+"""
+
+
+def test_a_state_parameter_advances_in_loops_and_branches(tmp_path):
+    out = kc.full(16, np.nan)
+    kc.launch(k_parameter_state, 4, [42, out])
+    got = out.numpy()
+    assert len(np.unique(got)) == 16  # four different draws per thread
+    np.testing.assert_array_equal(got, run_warp(_PARAMETER_STATE_WARP, tmp_path)["out"])

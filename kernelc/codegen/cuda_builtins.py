@@ -48,6 +48,7 @@ MATH: dict[str, tuple[str, str] | TypedForm] = {
     },
     "atan2": ("atan2f({0}, {1})", "atan2({0}, {1})"),
     "copysign": ("copysignf({0}, {1})", "copysign({0}, {1})"),
+    "fma": ("fmaf({0}, {1}, {2})", "fma({0}, {1}, {2})"),
     "frac": ("({0} - truncf({0}))", "({0} - trunc({0}))"),
     "popcount": _popcount,
     "bitcast": _bitcast,

@@ -142,9 +142,7 @@ def _module_types(module: ir.Module) -> Iterable[T.Type]:
 def _definition(t: T.Type) -> str:
     name = aggregate_name(t)
     if isinstance(t, T.StructType):
-        if not t.fields:
-            raise UnsupportedError(f"the struct {t.name} without fields")
-        body = " ".join(f"{storage_type(f)} m_{n};" for n, f in t.fields)
+        body = " ".join(f"{storage_type(f)} m_{n};" for n, f in t.fields) or "char padding;"
         offsets = "".join(
             f'\nstatic_assert(__builtin_offsetof({name}, m_{n}) == {off}, "{t.name}.{n}");'
             for (n, _), off in zip(t.fields, t.offsets)

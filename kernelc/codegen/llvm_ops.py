@@ -35,6 +35,8 @@ def llvm_type(t: T.Type, memory: bool = False) -> ll.Type:
         # Always the packed C layout (vec3 = 3 floats): registers and memory agree.
         return ll.ArrayType(llvm_type(t.dtype, memory=True), t.count)
     if isinstance(t, T.StructType):
+        if not t.fields:  # one padding byte, as in C++ (kernelc.types.StructType.size)
+            return ll.LiteralStructType([ll.IntType(8)])
         return ll.LiteralStructType([llvm_type(f, memory=True) for _, f in t.fields])
     if isinstance(t, T.VoidType):
         return ll.VoidType()
@@ -248,6 +250,12 @@ def _copysign(b, x, y):
     return b.call(fn, [x, y])
 
 
+def _fma(b, x, y, z):
+    # llvmlite declares a 3-operand llvm.fma when given the three operand types.
+    fn = b.module.declare_intrinsic("llvm.fma", [x.type] * 3)
+    return b.call(fn, [x, y, z])
+
+
 def _popcount(b, x):
     # The builtin hands over an unsigned 64-bit value (narrower ints zero-extended).
     return b.trunc(intrinsic(b, "llvm.ctpop", [x]), I32)
@@ -262,6 +270,7 @@ def _builtin_table() -> dict[str, Callable]:
     table["frac"] = lambda b, args: _frac(b, args[0])
     table["copysign"] = lambda b, args: _copysign(b, *args)
     table["popcount"] = lambda b, args: _popcount(b, args[0])
+    table["fma"] = lambda b, args: _fma(b, *args)
     return table
 
 

@@ -27,6 +27,7 @@ class CompileContext:
     funcs: list[ir.Function] = field(default_factory=list)
     _done: dict[tuple, ir.Function] = field(default_factory=dict)
     _in_progress: list[tuple] = field(default_factory=list)
+    _next_id: int = 0  # unique IR names, also for same-named funcs lowered inside each other
 
     def lower_func(self, func: Any, param_types: tuple[T.Type, ...], loc: Loc) -> ir.Function:
         key = (func, param_types)
@@ -36,7 +37,8 @@ class CompileContext:
             raise KernelError(f"recursion is not supported (func '{func.__name__}' calls itself)")
         self._in_progress.append(key)
         try:
-            name = f"{func.__name__}_{len(self.funcs)}"
+            name = f"{func.__name__}_{self._next_id}"
+            self._next_id += 1
             lowerer = FunctionLowerer(self, func.source, param_types, is_kernel=False, name=name,
                                       return_annotation=func.return_annotation())
             fn = lowerer.lower()
@@ -92,12 +94,21 @@ class FunctionLowerer(AggregateLowering, ConstructLowering, ExprLowering, StmtLo
         # `svd3(A, U, s, V)`), which is an assignment too, possibly inside a loop or branch.
         passed = {a.id for n in ast.walk(tree) if isinstance(n, ast.Call)
                   for a in n.args if isinstance(a, ast.Name)}
+        # `q.x = v` and `v[0] = w` change a struct, vector or matrix parameter too.
+        stored_into = set()
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store):
+                base = n.value
+                while isinstance(base, (ast.Attribute, ast.Subscript)):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    stored_into.add(base.id)
         params = []
         for arg, t in zip(tree.args.args, self.param_types):
             value = self.b.new_value(t)
             params.append(value)
-            in_place = arg.arg in passed and isinstance(t, (T.ScalarType, T.VectorType,
-                                                            T.MatrixType))
+            value_type = isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType, T.StructType))
+            in_place = value_type and (arg.arg in passed or arg.arg in stored_into)
             if arg.arg in assigned or in_place:  # a parameter the body changes gets a slot
                 slot = self.b.new_slot(arg.arg, t)
                 self.b.store(slot, value)

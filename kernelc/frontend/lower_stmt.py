@@ -156,8 +156,14 @@ class StmtLowering:
             from kernelc.frontend.hash_grid_forms import lower_query_loop
 
             return lower_query_loop(self, node)
+        from kernelc.frontend.mesh_forms import loop_lowering
+
+        lower_loop = loop_lowering(self, call)
+        if lower_loop is not None:
+            return lower_loop(self, node)
         if not (isinstance(call, ast.Call) and self.is_range(call.func)):
-            raise KernelError("kernels can only loop over range(...) or a hash-grid query")
+            raise KernelError("kernels can only loop over range(...) or a hash-grid, mesh or "
+                              "BVH query")
         if call.keywords or not 1 <= len(call.args) <= 3:
             raise KernelError("range() takes 1 to 3 positional arguments")
         bounds = [self.as_val(self.visit(a), a) for a in call.args]

@@ -272,6 +272,7 @@ def struct_ctype(t: T.StructType) -> type:
     if t not in _STRUCT_CTYPES:
         _STRUCT_CTYPES[t] = type(f"Struct_{t.name}", (ctypes.Structure,), {
             "_fields_": [(name, ctype_of(f)) for name, f in t.fields]
+            or [("_padding", ctypes.c_uint8)]  # an empty struct is one byte, as in C++
         })
     return _STRUCT_CTYPES[t]
 
