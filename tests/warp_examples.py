@@ -54,10 +54,10 @@ def examples_dir() -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def source_for(name: str, module: str) -> str:
-    """The example's source, shrunk, importing `module` as `wp`."""
+def source_for(name: str, module: str, shrink: bool = True) -> str:
+    """The example's source (shrunk, unless `shrink` is False), importing `module` as `wp`."""
     text = (examples_dir() / f"{name}.py").read_text()
-    for pattern, replacement in SPECS[name].shrink:
+    for pattern, replacement in SPECS[name].shrink if shrink else ():
         text, count = re.subn(pattern, replacement, text)
         if count == 0:
             raise LookupError(f"{name}: the example changed; {pattern!r} no longer matches")

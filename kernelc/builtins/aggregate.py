@@ -53,6 +53,31 @@ def dot_values(em, a: Sequence[Value], b: Sequence[Value]) -> Value:
     return total(em, [binop(em, OpCode.MUL, x, y) for x, y in zip(a, b)])
 
 
+def warp_dot(em, a: Sequence[Value], b: Sequence[Value]) -> Value:
+    """The dot product of two vectors as Warp sums it: left to right, and for lengths other
+    than 2 and 3 starting from zero (so a sum of negative zeros is +0.0)."""
+    if len(a) in (2, 3):
+        return dot_values(em, a, b)
+    return total(em, [em.const(0, a[0].type), *(binop(em, OpCode.MUL, x, y)
+                                                for x, y in zip(a, b))])
+
+
+def muladd(em, a: Value, b: Value, acc: Value) -> Value:
+    """acc + a * b as Warp accumulates matrix products: one fused multiply-add for float32
+    and float64 (Warp calls C's fma), a rounded product and sum for other types."""
+    if a.type.is_float and a.type.bits >= 32:
+        return em.call("_fma", (a, b, acc))
+    return binop(em, OpCode.ADD, acc, binop(em, OpCode.MUL, a, b))
+
+
+def fma_dot(em, a: Sequence[Value], b: Sequence[Value]) -> Value:
+    """sum a[k] * b[k] as Warp's matrix products and ddot compute it: muladd from zero."""
+    acc = em.const(0, a[0].type)
+    for x, y in zip(a, b):
+        acc = muladd(em, x, y, acc)
+    return acc
+
+
 def map_comps(em, t: T.Type, fn: Callable[..., Value], *args: Sequence[Value]) -> Value:
     """BUILD of `fn` applied to the components of the argument lists, position by position."""
     return build(em, t, [fn(*xs) for xs in zip(*args)])

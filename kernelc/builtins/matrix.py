@@ -6,8 +6,9 @@ Matrices are row-major: component (r, c) of an R x C matrix is flat component r 
 from __future__ import annotations
 
 from kernelc import types as T
-from kernelc.builtins.aggregate import binop, build, comps, require, total
+from kernelc.builtins.aggregate import binop, build, comps, dot_values, require, total
 from kernelc.builtins.registry import Overload, register
+from kernelc.builtins.vector import cross_values
 from kernelc.ir.nodes import OpCode, Value
 from kernelc.types_vec import matrix, vector
 
@@ -63,29 +64,94 @@ register("trace", GROUP, "Sum of the diagonal of a square matrix.",
          Overload(("m",), _trace_rule, _trace))
 
 
-# ---- determinant and inverse by cofactor expansion (unrolled at compile time) ---------------
+# ---- determinant and inverse, in Warp's order of operations -----------------------------
+
+
+def _mul(em, a: Value, b: Value) -> Value:
+    return binop(em, OpCode.MUL, a, b)
+
+
+def _diff(em, a: Value, b: Value, c: Value, d: Value) -> Value:
+    """a * b - c * d."""
+    return binop(em, OpCode.SUB, _mul(em, a, b), _mul(em, c, d))
+
+
+def _det3(em, r: list[list[Value]]) -> Value:
+    """dot(row 0, cross(row 1, row 2)), the form Warp evaluates."""
+    return dot_values(em, r[0], cross_values(em, r[1], r[2]))
+
+
+# The 4x4 determinant and inverse by 2x2 sub-determinants of column pairs (Warp's method):
+# y_ab = x_a0 x_b1 - x_b0 x_a1 over the rows a < b of two columns, then each 3x3 cofactor
+# z = x y -+ x y -+ x y, summed left to right from the terms below, each term given as
+# ((row, column) of x, the rows (a, b) of y, the sign it is added with).
+_PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
+_COFACTORS_HI = {  # cofactors of the third and fourth columns, from y of the first two
+    (3, 3): (((0, 2), (1, 2), "+"), ((1, 2), (0, 2), "-"), ((2, 2), (0, 1), "+")),
+    (2, 3): (((1, 2), (0, 3), "+"), ((3, 2), (0, 1), "-"), ((0, 2), (1, 3), "-")),
+    (1, 3): (((0, 2), (2, 3), "+"), ((2, 2), (0, 3), "-"), ((3, 2), (0, 2), "+")),
+    (0, 3): (((2, 2), (1, 3), "+"), ((3, 2), (1, 2), "-"), ((1, 2), (2, 3), "-")),
+    (3, 2): (((1, 3), (0, 2), "+"), ((2, 3), (0, 1), "-"), ((0, 3), (1, 2), "-")),
+    (2, 2): (((0, 3), (1, 3), "+"), ((1, 3), (0, 3), "-"), ((3, 3), (0, 1), "+")),
+    (1, 2): (((2, 3), (0, 3), "+"), ((3, 3), (0, 2), "-"), ((0, 3), (2, 3), "-")),
+    (0, 2): (((1, 3), (2, 3), "+"), ((2, 3), (1, 3), "-"), ((3, 3), (1, 2), "+")),
+}
+_COFACTORS_LO = {  # cofactors of the first and second columns, from y of the last two
+    (3, 0): (((1, 1), (0, 2), "+"), ((2, 1), (0, 1), "-"), ((0, 1), (1, 2), "-")),
+    (2, 0): (((0, 1), (1, 3), "+"), ((1, 1), (0, 3), "-"), ((3, 1), (0, 1), "+")),
+    (1, 0): (((2, 1), (0, 3), "+"), ((3, 1), (0, 2), "-"), ((0, 1), (2, 3), "-")),
+    (0, 0): (((1, 1), (2, 3), "+"), ((2, 1), (1, 3), "-"), ((3, 1), (1, 2), "+")),
+    (3, 1): (((0, 0), (1, 2), "+"), ((1, 0), (0, 2), "-"), ((2, 0), (0, 1), "+")),
+    (2, 1): (((1, 0), (0, 3), "+"), ((3, 0), (0, 1), "-"), ((0, 0), (1, 3), "-")),
+    (1, 1): (((0, 0), (2, 3), "+"), ((2, 0), (0, 3), "-"), ((3, 0), (0, 2), "+")),
+    (0, 1): (((2, 0), (1, 3), "+"), ((3, 0), (1, 2), "-"), ((1, 0), (2, 3), "-")),
+}
+
+
+class _Wide:
+    """Warp keeps the 2x2 sub-determinants and half of the cofactors of a 4x4 matrix in
+    double: float32 components are widened for those products and sums. (float16 ones
+    are not: its mixed half-double products round to half at once.)"""
+
+    def __init__(self, em, t: T.ScalarType):
+        self.em = em
+        self.w = T.float64 if t.bits >= 32 else t
+
+    def cast(self, v: Value, to: T.ScalarType) -> Value:
+        return v if v.type == to else self.em.op(OpCode.CAST, (v,), to)
+
+    def pair_dets(self, rows: list[list[Value]], c0: int, c1: int) -> dict:
+        """y for the column pair (c0, c1): computed in the component type, kept wide."""
+        return {(a, b): self.cast(_diff(self.em, rows[a][c0], rows[b][c1], rows[b][c0],
+                                        rows[a][c1]), self.w) for a, b in _PAIRS}
+
+    def cofactor(self, rows: list[list[Value]], y: dict, terms) -> Value:
+        acc = None
+        for (r, c), pair, sign in terms:
+            term = binop(self.em, OpCode.MUL, self.cast(rows[r][c], self.w), y[pair])
+            acc = term if acc is None else binop(
+                self.em, OpCode.ADD if sign == "+" else OpCode.SUB, acc, term)
+        return acc
+
+
+def _det4_parts(em, rows: list[list[Value]]) -> tuple[Value, dict[tuple[int, int], Value]]:
+    """The determinant (component type) and the cofactors of the first two columns."""
+    t = rows[0][0].type
+    wide = _Wide(em, t)
+    y = wide.pair_dets(rows, 2, 3)
+    z = {k: wide.cast(wide.cofactor(rows, y, v), t) for k, v in _COFACTORS_LO.items()}
+    det = total(em, [_mul(em, rows[r][0], z[(r, 0)]) for r in (3, 2, 1, 0)])
+    return det, z
 
 
 def det_values(em, rows: list[list[Value]]) -> Value:
-    """Determinant of a small square matrix given as rows of scalar values."""
+    """Determinant of a 2x2, 3x3 or 4x4 matrix given as rows of scalar values."""
     n = len(rows)
-    if n == 1:
-        return rows[0][0]
     if n == 2:
-        return binop(em, OpCode.SUB, binop(em, OpCode.MUL, rows[0][0], rows[1][1]),
-                     binop(em, OpCode.MUL, rows[0][1], rows[1][0]))
-    acc = None
-    for c in range(n):
-        term = binop(em, OpCode.MUL, rows[0][c], det_values(em, _minor(rows, 0, c)))
-        if acc is None:
-            acc = term
-        else:
-            acc = binop(em, OpCode.SUB if c % 2 else OpCode.ADD, acc, term)
-    return acc
-
-
-def _minor(rows: list[list[Value]], r: int, c: int) -> list[list[Value]]:
-    return [row[:c] + row[c + 1:] for i, row in enumerate(rows) if i != r]
+        return _diff(em, rows[0][0], rows[1][1], rows[1][0], rows[0][1])
+    if n == 3:
+        return _det3(em, rows)
+    return _det4_parts(em, rows)[0]
 
 
 def _det_rule(types, weak):
@@ -107,25 +173,66 @@ def _inverse_rule(types, weak):
     return (m,), m
 
 
-def _inverse(em, m: Value) -> Value:
-    """adjugate / det; a singular matrix (det == 0) gives the zero matrix, as in Warp."""
-    rows = rows_of(em, m)
-    n, t = len(rows), m.type.dtype
-    det = det_values(em, rows)
+def _scaled_or_zero(em, invertible: Value, values: list[Value], scale: Value) -> list[Value]:
+    zero = em.const(0.0, scale.type)
+    return [em.op(OpCode.SELECT, (invertible, _mul(em, v, scale), zero), v.type)
+            for v in values]
+
+
+def _inverse2(em, r: list[list[Value]]) -> list[Value]:
+    t = r[0][0].type
+    det = det_values(em, r)
     zero = em.const(0.0, t)
-    singular = em.op(OpCode.EQ, (det, zero), T.bool_)
-    safe = em.op(OpCode.SELECT, (singular, em.const(1.0, t), det), t)
-    inv_det = binop(em, OpCode.DIV, em.const(1.0, t), safe)
-    out = []
-    for r in range(n):
-        for c in range(n):
-            # inverse[r][c] = cofactor[c][r] / det
-            cof = det_values(em, _minor(rows, c, r))
-            if (r + c) % 2:
-                cof = em.op(OpCode.NEG, (cof,), t)
-            value = binop(em, OpCode.MUL, cof, inv_det)
-            out.append(em.op(OpCode.SELECT, (singular, zero, value), t))
-    return build(em, m.type, out)
+    invertible = em.op(OpCode.BITOR, (em.op(OpCode.GT, (det, zero), T.bool_),
+                                      em.op(OpCode.LT, (det, zero), T.bool_)), T.bool_)
+    rcp = binop(em, OpCode.DIV, em.const(1.0, t), det)
+    adjugate = [r[1][1], em.op(OpCode.NEG, (r[0][1],), t), em.op(OpCode.NEG, (r[1][0],), t),
+                r[0][0]]
+    return _scaled_or_zero(em, invertible, adjugate, rcp)
+
+
+# The adjugate of a 3x3 matrix, entry by entry, as (a, b, c, d) for a * b - c * d.
+_ADJUGATE3 = (((1, 1), (2, 2), (1, 2), (2, 1)), ((0, 2), (2, 1), (0, 1), (2, 2)),
+              ((0, 1), (1, 2), (0, 2), (1, 1)), ((1, 2), (2, 0), (1, 0), (2, 2)),
+              ((0, 0), (2, 2), (0, 2), (2, 0)), ((0, 2), (1, 0), (0, 0), (1, 2)),
+              ((1, 0), (2, 1), (1, 1), (2, 0)), ((0, 1), (2, 0), (0, 0), (2, 1)),
+              ((0, 0), (1, 1), (0, 1), (1, 0)))
+
+
+def _inverse3(em, r: list[list[Value]]) -> list[Value]:
+    t = r[0][0].type
+    det = det_values(em, r)
+    invertible = em.op(OpCode.NE, (det, em.const(0.0, t)), T.bool_)  # NaN passes, as in Warp
+    rcp = binop(em, OpCode.DIV, em.const(1.0, t), det)
+    adjugate = [_diff(em, *(r[i][j] for i, j in entry)) for entry in _ADJUGATE3]
+    return _scaled_or_zero(em, invertible, adjugate, rcp)
+
+
+def _inverse4(em, r: list[list[Value]]) -> list[Value]:
+    """Cofactors over the determinant, with the reciprocal of the determinant and the last
+    products in double (rounded back to the component type)."""
+    t = r[0][0].type
+    wide = _Wide(em, t)
+    y = wide.pair_dets(r, 0, 1)
+    z = {k: wide.cast(wide.cofactor(r, y, v), T.float64) for k, v in _COFACTORS_HI.items()}
+    det, low = _det4_parts(em, r)
+    z.update({k: wide.cast(v, T.float64) for k, v in low.items()})
+    det = wide.cast(det, T.float64)
+    zero = em.const(0.0, T.float64)
+    invertible = em.op(OpCode.GT, (em.call("fabs", (det,)), zero), T.bool_)
+    rcp = binop(em, OpCode.DIV, em.const(1.0, T.float64), det)
+    # inverse[i][j] is cofactor (j, i) over the determinant.
+    out = [wide.cast(_mul(em, z[(j, i)], rcp), t) for i in range(4) for j in range(4)]
+    zero = em.const(0.0, t)
+    return [em.op(OpCode.SELECT, (invertible, v, zero), t) for v in out]
+
+
+def _inverse(em, m: Value) -> Value:
+    """Warp's inverse; a singular matrix gives the zero matrix (a 2x2 or 4x4 one whose
+    determinant is NaN too)."""
+    rows = rows_of(em, m)
+    make = {2: _inverse2, 3: _inverse3, 4: _inverse4}[len(rows)]
+    return build(em, m.type, make(em, rows))
 
 
 register("inverse", GROUP, "Inverse of a 2x2, 3x3 or 4x4 matrix (zero if it is singular).",

@@ -16,6 +16,7 @@ from kernelc.builtins.aggregate import (
     comps,
     dot_values,
     extend,
+    fma_dot,
     is_aggregate,
     map_comps,
     require,
@@ -124,7 +125,7 @@ def _product(em, a: Value, b: Value) -> Value:
         return build(em, vector(tb.shape[1], ta.dtype), [dot_values(em, v, col) for col in cols])
     ra, rb = rows_of(em, a), rows_of(em, b)
     cols = [[row[c] for row in rb] for c in range(tb.shape[1])]
-    out = [dot_values(em, row, col) for row in ra for col in cols]
+    out = [fma_dot(em, row, col) for row in ra for col in cols]
     return build(em, matrix((ta.shape[0], tb.shape[1]), ta.dtype), out)
 
 

@@ -125,11 +125,22 @@ def select(em, cond: Value, a: list[Value], b: list[Value]) -> list[Value]:
 
 
 def quat_mul_values(em, a: list[Value], b: list[Value]) -> list[Value]:
-    """Hamilton product (x, y, z, w)."""
-    av, bv, aw, bw = a[:3], b[:3], a[3], b[3]
-    v = add(em, add(em, scale(em, bv, aw), scale(em, av, bw)), cross_values(em, av, bv))
-    w = binop(em, OpCode.SUB, binop(em, OpCode.MUL, aw, bw), dot_values(em, av, bv))
-    return [*v, w]
+    """Hamilton product (x, y, z, w), each component summed left to right in Warp's order:
+    a.w b.v + b.w a.v + (a.v x b.v) and a.w b.w - a.x b.x - a.y b.y - a.z b.z."""
+
+    def mul(x: Value, y: Value) -> Value:
+        return binop(em, OpCode.MUL, x, y)
+
+    def part(k: int) -> Value:
+        i, j = (k + 1) % 3, (k + 2) % 3
+        acc = binop(em, OpCode.ADD, mul(a[3], b[k]), mul(b[3], a[k]))
+        acc = binop(em, OpCode.ADD, acc, mul(a[i], b[j]))
+        return binop(em, OpCode.SUB, acc, mul(b[i], a[j]))
+
+    w = mul(a[3], b[3])
+    for k in range(3):
+        w = binop(em, OpCode.SUB, w, mul(a[k], b[k]))
+    return [part(0), part(1), part(2), w]
 
 
 def rotate_values(em, q: list[Value], v: list[Value], inverse: bool = False) -> list[Value]:
@@ -220,12 +231,11 @@ register("quat_to_matrix", GROUP, "The 3x3 rotation matrix of a unit quaternion.
 
 
 def quat_from_rows(em, r: list[list[Value]]) -> Value:
-    """The unit quaternion of the rotation in the top-left 3x3 block of rows `r`.
-
-    Shepperd's method: the branch with the largest pivot, chosen with selects.
-    """
+    """The unit quaternion of the rotation in the top-left 3x3 block of rows `r`, by Warp's
+    method: from the trace where it is >= 0, else from the largest diagonal entry (the first
+    of equal ones), then normalized. The branches become selects."""
     t = r[0][0].type
-    one, quarter = em.const(1.0, t), em.const(0.25, t)
+    one, half = em.const(1.0, t), em.const(0.5, t)
 
     def plus(a, b):
         return binop(em, OpCode.ADD, a, b)
@@ -233,32 +243,32 @@ def quat_from_rows(em, r: list[list[Value]]) -> Value:
     def minus(a, b):
         return binop(em, OpCode.SUB, a, b)
 
-    def branch(pivot: Value, make) -> list[Value]:
-        s = binop(em, OpCode.MUL, em.call("sqrt", (plus(one, pivot),)), em.const(2.0, t))
-        inv = binop(em, OpCode.DIV, one, s)
-        big = binop(em, OpCode.MUL, quarter, s)
-        return make(big, lambda x: binop(em, OpCode.MUL, x, inv))
+    def branch(k: int, pivot: Value, pairs) -> list[Value]:
+        """Component k from sqrt(pivot + 1); the others are (sum or difference) * 0.5 / h."""
+        h = em.call("sqrt", (plus(pivot, one),))
+        scale = binop(em, OpCode.DIV, half, h)
+        out = [binop(em, OpCode.MUL, value, scale) for value in pairs]
+        out.insert(k, binop(em, OpCode.MUL, half, h))
+        return out
 
     trace = plus(plus(r[0][0], r[1][1]), r[2][2])
-    q_w = branch(trace, lambda big, d: [d(minus(r[2][1], r[1][2])), d(minus(r[0][2], r[2][0])),
-                                        d(minus(r[1][0], r[0][1])), big])
-    q_x = branch(minus(minus(r[0][0], r[1][1]), r[2][2]),
-                 lambda big, d: [big, d(plus(r[0][1], r[1][0])), d(plus(r[0][2], r[2][0])),
-                                 d(minus(r[2][1], r[1][2]))])
-    q_y = branch(minus(minus(r[1][1], r[0][0]), r[2][2]),
-                 lambda big, d: [d(plus(r[0][1], r[1][0])), big, d(plus(r[1][2], r[2][1])),
-                                 d(minus(r[0][2], r[2][0]))])
-    q_z = branch(minus(minus(r[2][2], r[0][0]), r[1][1]),
-                 lambda big, d: [d(plus(r[0][2], r[2][0])), d(plus(r[1][2], r[2][1])), big,
-                                 d(minus(r[1][0], r[0][1]))])
+    q_w = branch(3, trace, [minus(r[2][1], r[1][2]), minus(r[0][2], r[2][0]),
+                            minus(r[1][0], r[0][1])])
+    q_x = branch(0, minus(r[0][0], plus(r[1][1], r[2][2])),
+                 [plus(r[0][1], r[1][0]), plus(r[2][0], r[0][2]), minus(r[2][1], r[1][2])])
+    q_y = branch(1, minus(r[1][1], plus(r[2][2], r[0][0])),
+                 [plus(r[0][1], r[1][0]), plus(r[1][2], r[2][1]), minus(r[0][2], r[2][0])])
+    q_z = branch(2, minus(r[2][2], plus(r[0][0], r[1][1])),
+                 [plus(r[2][0], r[0][2]), plus(r[1][2], r[2][1]), minus(r[1][0], r[0][1])])
 
     def gt(a, b):
         return em.op(OpCode.GT, (a, b), T.bool_)
 
-    y_or_z = select(em, gt(r[1][1], r[2][2]), q_y, q_z)
-    x_pick = em.op(OpCode.BITAND, (gt(r[0][0], r[1][1]), gt(r[0][0], r[2][2])), T.bool_)
-    diag = select(em, x_pick, q_x, y_or_z)
-    q = build(em, quaternion(t), select(em, gt(trace, em.const(0.0, t)), q_w, diag))
+    y_first = gt(r[1][1], r[0][0])
+    largest = em.op(OpCode.SELECT, (y_first, r[1][1], r[0][0]), t)
+    diag = select(em, gt(r[2][2], largest), q_z, select(em, y_first, q_y, q_x))
+    at_least_zero = em.op(OpCode.GE, (trace, em.const(0.0, t)), T.bool_)
+    q = build(em, quaternion(t), select(em, at_least_zero, q_w, diag))
     return em.call("normalize", (q,))
 
 
@@ -273,22 +283,13 @@ register("quat_from_matrix", GROUP,
 
 
 def _slerp(em, a: Value, b: Value, t: Value) -> Value:
-    """Spherical interpolation from a (t = 0) to b (t = 1) along the great arc between them."""
-    dt = t.type
-    one = em.const(1.0, dt)
-    x, y = comps(em, a), comps(em, b)
-    cosine = em.call("clamp", (dot_values(em, x, y), em.const(-1.0, dt), one))
-    theta = em.call("acos", (cosine,))
-    sine = em.call("sin", (theta,))
-    tiny = em.op(OpCode.LT, (em.call("abs", (sine,)), em.const(1e-6, dt)), T.bool_)
-    safe = em.op(OpCode.SELECT, (tiny, one, sine), dt)
-    wa = binop(em, OpCode.DIV, em.call("sin", (binop(em, OpCode.MUL, binop(
-        em, OpCode.SUB, one, t), theta),)), safe)
-    wb = binop(em, OpCode.DIV, em.call("sin", (binop(em, OpCode.MUL, t, theta),)), safe)
-    # Nearly equal rotations: linear interpolation avoids dividing by ~0.
-    wa = em.op(OpCode.SELECT, (tiny, binop(em, OpCode.SUB, one, t), wa), dt)
-    wb = em.op(OpCode.SELECT, (tiny, t, wb), dt)
-    return build(em, a.type, add(em, scale(em, x, wa), scale(em, y, wb)))
+    """a * quat_from_axis_angle(axis, t * angle) for the axis and angle of a^-1 b, as Warp
+    computes it."""
+    x = comps(em, a)
+    relative = build(em, a.type, quat_mul_values(em, conj_values(em, x), comps(em, b)))
+    axis, angle = em.call("quat_to_axis_angle", (relative,))
+    step = em.call("quat_from_axis_angle", (axis, binop(em, OpCode.MUL, t, angle)))
+    return build(em, a.type, quat_mul_values(em, x, comps(em, step)))
 
 
 register("quat_slerp", GROUP, "Spherical linear interpolation between two unit quaternions.",
@@ -335,12 +336,10 @@ def _apply_matrix(vector_only: bool):
     """The first three rows of mat (x, y, z, 1), or of mat (x, y, z, 0) for a direction."""
 
     def expand(em, mat: Value, v: Value) -> Value:
-        x = comps(em, v)
-        out = []
-        for row in rows_of(em, mat)[:3]:
-            acc = dot_values(em, row[:3], x)
-            out.append(acc if vector_only else binop(em, OpCode.ADD, acc, row[3]))
-        return build(em, v.type, out)
+        t = v.type.dtype
+        x = [*comps(em, v), em.const(0.0 if vector_only else 1.0, t)]
+        # All four terms, as Warp sums them (the zero term can turn -0.0 into +0.0).
+        return build(em, v.type, [dot_values(em, row, x) for row in rows_of(em, mat)[:3]])
 
     return expand
 

@@ -38,8 +38,6 @@ _FLOAT_UNARY = {
     "sin": "Sine of x (radians).",
     "cos": "Cosine of x (radians).",
     "tan": "Tangent of x (radians).",
-    "asin": "Inverse sine of x, in radians.",
-    "acos": "Inverse cosine of x, in radians.",
     "atan": "Inverse tangent of x, in radians.",
     "sinh": "Hyperbolic sine of x.",
     "cosh": "Hyperbolic cosine of x.",
@@ -53,6 +51,11 @@ _FLOAT_UNARY = {
 }
 for _name, _doc in _FLOAT_UNARY.items():
     register(_name, "scalar math", _doc, Overload(("x",), _float_rule(1), key=_name))
+
+# asin and acos: the C functions after clamping x to [-1, 1] (see `_unit_clamped`).
+for _name in ("asin", "acos"):
+    register(f"_{_name}", "internal", f"C's {_name} of x.",
+             Overload(("x",), _float_rule(1), key=_name), public=False)
 
 register("atan2", "scalar math", "Angle of the point (x, y) as atan(y / x), quadrant-aware.",
          Overload(("y", "x"), _float_rule(2), key="atan2"))
@@ -124,6 +127,23 @@ register("clamp", "scalar math", "x limited to the range [a, b].",
          Overload(("x", "a", "b"), same_rule(3, check_numeric), _clamp))
 
 
+def _unit_clamped(name: str):
+    """Warp clamps the argument of asin and acos to [-1, 1] first, as min(max(x, -1), 1):
+    just outside the range gives +-pi/2 (0, pi), and NaN gives asin(-1) (acos(-1))."""
+
+    def expand(em, x):
+        unit = _min(em, _max(em, x, em.const(-1.0, x.type)), em.const(1.0, x.type))
+        return em.call(f"_{name}", (unit,))
+
+    return expand
+
+
+register("asin", "scalar math", "Inverse sine of x clamped to [-1, 1], in radians.",
+         Overload(("x",), _float_rule(1), _unit_clamped("asin")))
+register("acos", "scalar math", "Inverse cosine of x clamped to [-1, 1], in radians.",
+         Overload(("x",), _float_rule(1), _unit_clamped("acos")))
+
+
 def _lerp(em, a, b, t):
     one = em.const(1.0, t.type)
     wa = em.op(OpCode.MUL, (a, em.op(OpCode.SUB, (one, t), t.type)), a.type)
@@ -156,12 +176,23 @@ register("step", "scalar math", "1 if x < 0, else 0 (in x's type, as in Warp).",
          Overload(("x",), same_rule(1, check_numeric), _step))
 
 
-def _degrees(em, x):
-    return em.op(OpCode.MUL, (x, em.const(180.0 / math.pi, x.type)), x.type)
+# Warp's conversion factors are double constants: float16 and float32 arguments are
+# multiplied in double and the product rounded back (through float32 for float16).
+_RAD_TO_DEG = float("57.29577951308232087679")
+_DEG_TO_RAD = float("0.01745329251994329577")
 
 
-def _radians(em, x):
-    return em.op(OpCode.MUL, (x, em.const(math.pi / 180.0, x.type)), x.type)
+def _scaled_in_double(factor: float):
+    def expand(em, x):
+        wide = x if x.type == T.float64 else em.op(OpCode.CAST, (x,), T.float64)
+        out = em.op(OpCode.MUL, (wide, em.const(factor, T.float64)), T.float64)
+        return out if x.type == T.float64 else em.op(OpCode.CAST, (out,), x.type)
+
+    return expand
+
+
+_degrees = _scaled_in_double(_RAD_TO_DEG)
+_radians = _scaled_in_double(_DEG_TO_RAD)
 
 
 register("degrees", "scalar math", "x converted from radians to degrees.",
@@ -212,6 +243,9 @@ _binary(OpCode.SHR, check_int, "rshift", "a >> b (arithmetic for signed types)."
 
 
 def _neg(em, x):
+    # Warp's scalar negation is 0 - x: -(+0.0) and -(-0.0) are both +0.0.
+    if x.type.is_float:
+        return em.op(OpCode.SUB, (em.const(0.0, x.type), x), x.type)
     return em.op(OpCode.NEG, (x,), x.type)
 
 
@@ -237,6 +271,17 @@ def _truth(em, v):
     if v.type == T.bool_:
         return v
     return em.op(OpCode.NE, (v, em.const(0, v.type)), T.bool_)
+
+
+def _fma_rule(types, weak):
+    t = unify(types, weak)
+    if not (isinstance(t, T.ScalarType) and t.is_float and t.bits >= 32):
+        raise TypeError(f"expected float32 or float64, got {t!r}")
+    return (t, t, t), t
+
+
+register("_fma", "internal", "a * b + c rounded once (C's fma).",
+         Overload(("a", "b", "c"), _fma_rule, key="fma"), public=False)
 
 
 register("where", "utility", "a if cond is true, else b (both are evaluated).",

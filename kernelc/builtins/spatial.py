@@ -7,7 +7,7 @@ linear velocity, force). Any float 6-vector is accepted, as in Warp.
 
 from __future__ import annotations
 
-from kernelc.builtins.aggregate import build, comps, dot_values
+from kernelc.builtins.aggregate import build, comps, warp_dot
 from kernelc.builtins.quat import add, args_rule, rotate_values, split
 from kernelc.builtins.registry import Overload, register
 from kernelc.builtins.vector import cross_values
@@ -40,7 +40,7 @@ register("spatial_bottom", GROUP, "The linear part (components 3-5) of a spatial
 
 
 def _spatial_dot(em, a: Value, b: Value) -> Value:
-    return dot_values(em, comps(em, a), comps(em, b))
+    return warp_dot(em, comps(em, a), comps(em, b))
 
 
 register("spatial_dot", GROUP,

@@ -16,7 +16,7 @@ from kernelc.builtins.aggregate import (
     binop,
     build,
     comps,
-    dot_values,
+    fma_dot,
     is_aggregate,
     require,
     scalar_fits,
@@ -79,7 +79,7 @@ def _ddot_rule(types, weak):
 
 
 def _ddot(em, a: Value, b: Value) -> Value:
-    return dot_values(em, comps(em, a), comps(em, b))
+    return fma_dot(em, comps(em, a), comps(em, b))
 
 
 register("ddot", GROUP, "The double dot product of two matrices, sum of a[i, j] * b[i, j].",

@@ -13,6 +13,7 @@ from kernelc.builtins.aggregate import (
     map_comps,
     require,
     scalar_fits,
+    warp_dot,
 )
 from kernelc.builtins.registry import Overload, register
 from kernelc.ir.nodes import OpCode, Value
@@ -53,7 +54,9 @@ def _dot_rule(types, weak):
 
 
 def _dot(em, a: Value, b: Value) -> Value:
-    return dot_values(em, comps(em, a), comps(em, b))
+    if a.type.kind == "quat":
+        return dot_values(em, comps(em, a), comps(em, b))
+    return warp_dot(em, comps(em, a), comps(em, b))
 
 
 register("dot", GROUP, "Dot product of two vectors (or quaternions).",
@@ -85,8 +88,7 @@ register("cross", GROUP, "Cross product of two 3-vectors.",
 
 
 def _length_sq(em, a: Value) -> Value:
-    c = comps(em, a)
-    return dot_values(em, c, c)
+    return _dot(em, a, a)
 
 
 def _length(em, a: Value) -> Value:
@@ -101,7 +103,7 @@ register("length_sq", GROUP, "Squared Euclidean length of a vector.",
 
 def _normalize(em, a: Value) -> Value:
     """a / length(a); a zero vector stays zero, a zero quaternion becomes the identity
-    (both as in Warp)."""
+    (both as in Warp, which scales a quaternion by 1 / length instead of dividing)."""
     t = a.type
     length = _length(em, a)
     zero = em.const(0.0, t.dtype)
@@ -109,6 +111,8 @@ def _normalize(em, a: Value) -> Value:
     scaled = [binop(em, OpCode.DIV, c, length) for c in comps(em, a)]
     fallback = [zero] * t.length
     if t.kind == "quat":
+        inverse = binop(em, OpCode.DIV, em.const(1.0, t.dtype), length)
+        scaled = [binop(em, OpCode.MUL, c, inverse) for c in comps(em, a)]
         fallback = [zero, zero, zero, em.const(1.0, t.dtype)]
     out = [em.op(OpCode.SELECT, (nonzero, s, f), t.dtype) for s, f in zip(scaled, fallback)]
     return build(em, t, out)

@@ -250,6 +250,10 @@ class ExprLowering:
         if v.const is not None:
             folded = semantics.eval_unary(opcode, v.const, v.type)
             return Val(self.b.const(folded, v.type), weak=v.weak, const=folded)
+        if opcode == OpCode.NEG and v.type.is_float:
+            # Warp negates a float as 0 - x, so -(+0.0) is +0.0, not -0.0.
+            zero = self.b.const(0.0, v.type)
+            return Val(self.b.op(OpCode.SUB, (zero, v.value), v.type), weak=v.weak)
         return Val(self.b.op(opcode, (v.value,), v.type), weak=v.weak)
 
     def nonscalar_unary(self, op: ast.unaryop, v: Val, node: ast.AST) -> Val:

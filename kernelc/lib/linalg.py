@@ -208,9 +208,18 @@ def _sort_columns(b: Any, v: Any):
 
 
 @kc.func
+def _product(a: Any, b: Any):
+    """a b with each entry summed left to right, as Warp's SVD forms AᵀA and A V (the
+    matrix `*` operator fuses the multiply-adds, as Warp's does)."""
+    return kc.matrix_from_rows(a[0, 0] * b[0] + a[0, 1] * b[1] + a[0, 2] * b[2],
+                               a[1, 0] * b[0] + a[1, 1] * b[1] + a[1, 2] * b[2],
+                               a[2, 0] * b[0] + a[2, 1] * b[1] + a[2, 2] * b[2])
+
+
+@kc.func
 def _svd3(a: Any, sweeps: kc.int32, eps: Any):
-    v = _symmetric_eigen(kc.transpose(a) * a, sweeps, eps * 0.0 + 1.0)
-    b, v = _sort_columns(a * v, v)
+    v = _symmetric_eigen(_product(kc.transpose(a), a), sweeps, eps * 0.0 + 1.0)
+    b, v = _sort_columns(_product(a, v), v)
     u, r = _qr(b, eps)
     return u, kc.get_diag(r), v
 
