@@ -156,12 +156,12 @@ class StmtLowering:
             from kernelc.frontend.hash_grid_forms import lower_query_loop
 
             return lower_query_loop(self, node)
-        from kernelc.frontend.mesh_forms import loop_lowering
-
-        lower_loop = loop_lowering(self, call)
-        if lower_loop is not None:
-            return lower_loop(self, node)
         if not (isinstance(call, ast.Call) and self.is_range(call.func)):
+            from kernelc.frontend.mesh_forms import loop_lowering  # only for such loops
+
+            lower_loop = loop_lowering(self, call)
+            if lower_loop is not None:
+                return lower_loop(self, node)
             raise KernelError("kernels can only loop over range(...) or a hash-grid, mesh or "
                               "BVH query")
         if call.keywords or not 1 <= len(call.args) <= 3:

@@ -7,6 +7,7 @@ allocator outside kernels and a local fixed-size array inside them).
 from __future__ import annotations
 
 import ast
+import sys
 from functools import cache
 from typing import Any
 
@@ -148,17 +149,20 @@ def _range(lowerer, node: ast.Call):
 
 
 @cache
-def _handlers():
+def _handlers(everything: bool = False):
+    """The special forms by name: the core ones, or (`everything`) those of every module."""
     import importlib
 
     forms = {"tid": _tid, "static": _static, "print": _print, "printf": _printf, "zeros": _zeros,
              "len": _len, "range": _range}
-    for module in _FORM_MODULES:
+    for module in _FORM_MODULES if everything else _FORM_MODULES[:2]:
         forms.update(importlib.import_module(module).SPECIAL_FORMS)
     return forms
 
 
 # Each module has a SPECIAL_FORMS table: special-form name -> handler(lowerer, call node).
+# The first two are imported with kernelc anyway; a later one is only imported when its
+# names are used (its public objects live in it), which keeps it off the first launch.
 _FORM_MODULES = ("kernelc.frontend.construct", "kernelc.frontend.hash_grid_forms",
                  "kernelc.frontend.linalg_forms", "kernelc.frontend.mesh_forms",
                  "kernelc.builtins.utility", "kernelc.frontend.sampling_forms")
@@ -174,4 +178,10 @@ def lookup(obj: Any):
             name = _PYTHON_SPECIALS.get(obj)
         except TypeError:
             return None
-    return _handlers().get(name) if name else None
+    if not name:
+        return None
+    handler = _handlers().get(name)
+    if handler is None:  # a form of the module that defines the object, else of any module
+        module = sys.modules.get(getattr(obj, "__module__", None) or "")
+        handler = getattr(module, "SPECIAL_FORMS", {}).get(name) or _handlers(True).get(name)
+    return handler
