@@ -80,3 +80,33 @@ def test_memory_pool_switch_on_cuda():
     kc.set_mempool_release_threshold(dev, 1 << 30)
     assert kc.get_mempool_release_threshold(dev) == 1 << 30
     kc.set_mempool_release_threshold(dev, 2**64 - 1)  # kernelc's default: keep everything
+
+
+@kc.kernel
+def k_scale(a: kc.array[float], out: kc.array[float], s: float, k: int):
+    i = kc.tid()
+    out[i] = a[i] * s + float(k)
+
+
+def test_changing_python_numbers_between_launches():
+    a = kc.array(np.arange(4, dtype=np.float32))
+    out = kc.zeros(4)
+    for step in range(5):  # same arrays, new numbers each time (a substep's time, say)
+        kc.launch(k_scale, 4, [a, out, 0.5 * step, step])
+        np.testing.assert_array_equal(out.numpy(), np.arange(4) * 0.5 * step + step)
+    with pytest.raises(kc.KernelError):
+        kc.launch(k_scale, 4, [a, out, 1.0, 2.5])  # still checked: a float for the int
+    kc.launch(k_scale, 4, [a, out, 2, 1])  # an int for the float parameter
+    np.testing.assert_array_equal(out.numpy(), np.arange(4) * 2 + 1)
+
+
+def test_a_captured_launch_keeps_its_numbers():
+    a = kc.array(np.ones(4, dtype=np.float32))
+    out = kc.zeros(4)
+    kc.launch(k_scale, 4, [a, out, 1.0, 0])
+    with kc.ScopedCapture(device="cpu") as capture:
+        kc.launch(k_scale, 4, [a, out, 2.0, 0])
+    kc.launch(k_scale, 4, [a, out, 3.0, 0])  # must not change the captured launch
+    np.testing.assert_array_equal(out.numpy(), 3.0)
+    kc.capture_launch(capture.graph)
+    np.testing.assert_array_equal(out.numpy(), 2.0)

@@ -371,14 +371,13 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     values = [*inputs, *outputs]
     last = kernel.last_launch
     if last is not None and last[0] == dim and last[1] is device and last[2] == config.mode \
-            and len(last[3]) == len(values) and all(a is b for a, b in zip(last[3], values)):
-        # The same argument objects as last time (a simulation loop): reuse the packing.
+            and len(last[3]) == len(values) and _same_or_repacked(kernel, last, values):
+        # The same argument objects as last time (a simulation loop), or new Python numbers
+        # in place of old ones (repacked in place): reuse the packing.
         cmd = last[4]
         if record_cmd:
             return Launch(kernel, cmd.compiled, cmd.dims, cmd.values, cmd.device)
-        capture = get_runtime().extras.get("capture")
-        if capture is None or not capture.intercept(cmd):  # a CPU graph capture records it
-            cmd.launch()
+        _run_or_capture(kernel, cmd)
         return None
     dims = normalize_dim(kernel, dim)
     names = kernel.arg_names
@@ -409,10 +408,45 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     # Keeps the last arguments alive until the next launch of this kernel, like a recorded
     # command would; identity checks above make reuse safe.
     kernel.last_launch = (dim, device, config.mode, values, cmd)
-    capture = get_runtime().extras.get("capture")
-    if capture is None or not capture.intercept(cmd):  # a CPU graph capture records it
-        cmd.launch()
+    _run_or_capture(kernel, cmd)
     return None
+
+
+def _run_or_capture(kernel, cmd: Launch) -> None:
+    capture = get_runtime().extras.get("capture")
+    if capture is not None and capture.intercept(cmd):  # a CPU graph capture records it
+        kernel.last_launch = None  # the graph owns this packing: never repack it in place
+    else:
+        cmd.launch()
+
+
+def _same_or_repacked(kernel, last: tuple, values: list) -> bool:
+    """Whether a launch can reuse the last one's packed arguments: every argument is the
+    same object, or a Python number replacing one of the same Python type for a scalar
+    parameter of a CPU launch (a time or position passed each substep), which is then
+    checked and written into the packed arguments."""
+    prev, cmd = last[3], last[4]
+    changed = [i for i, (a, b) in enumerate(zip(prev, values)) if a is not b]
+    if not changed:
+        return True
+    if not (isinstance(cmd, Launch) and cmd.device.is_cpu) or cmd.expand is not None:
+        return False
+    params = cmd.compiled.params
+    for i in changed:
+        kind = type(values[i])
+        if (kind is not float and kind is not int) or type(prev[i]) is not kind \
+                or not isinstance(params[i], T.ScalarType):
+            return False
+    names = kernel.arg_names
+    for i in changed:  # the full check of a launch, for these arguments only
+        t = arg_type(kernel, names[i], kernel.param_types[i], values[i], cmd.device)
+        if t != params[i]:
+            return False
+    for i in changed:
+        setattr(cmd.args, f"p{i}", _scalar_bits(params[i], values[i]))
+        cmd.values[i] = values[i]
+    kernel.last_launch = (*last[:3], values, cmd)
+    return True
 
 
 def _module_block_dim(kernel) -> int | None:
