@@ -39,13 +39,14 @@ from kernelc.runtime.device import (  # noqa: E402
     get_preferred_device, is_cpu_available, is_cuda_available, set_device, synchronize,
     synchronize_device,
 )
+from kernelc.runtime.array_annotations import array1d, array2d, array3d, array4d  # noqa: E402
 from kernelc.runtime.mempool import (  # noqa: E402
     get_cuda_device, get_mempool_release_threshold, get_mempool_used_mem_current,
     get_mempool_used_mem_high, is_device_available, is_mempool_enabled, is_mempool_supported,
     is_peer_access_supported, set_mempool_enabled, set_mempool_release_threshold,
 )
 from kernelc.runtime.array import (  # noqa: E402
-    array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_dlpack,
+    array, clone, copy, empty, empty_like, from_dlpack,
     from_numpy, full, full_like, ones, ones_like, to_dlpack, zeros, zeros_like,
 )
 
