@@ -14,7 +14,7 @@ from typing import Any
 from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
-from kernelc.frontend.special import special
+from kernelc.frontend.special import lower_query_while, special
 from kernelc.ir import nodes as ir
 
 
@@ -123,20 +123,7 @@ def lower_query_loop(lowerer, node: ast.For) -> None:
     if slot is None:
         slot = b.new_slot("query", _lang().HashGridQuery._kc_type)
         b.store(slot, _query_value(lowerer, node.iter).value)
-    index_slot = b.new_slot("index", T.int32)
-    b.store(index_slot, b.const(0, T.int32))
-    with b.region() as cond_body:
-        found, new_query, new_index = lowerer.call_func(
-            _lang().query_next, [Val(b.load(slot)), Val(b.load(index_slot))]).items
-        b.store(slot, new_query.value)
-        b.store(index_slot, new_index.value)
-    lowerer.loop_depth += 1
-    with b.region() as body:
-        lowerer.assign(node.target, Val(b.load(index_slot)), node.target)
-        lowerer.lower_block(node.body)
-    lowerer.loop_depth -= 1
-    b.loc = lowerer.source.loc(node)
-    b.append(ir.While(b.loc, tuple(cond_body), found.value, tuple(body)))
+    lower_query_while(lowerer, node, slot, _lang().query_next)
 
 
 SPECIAL_FORMS = {"hash_grid_query": _query_value, "hash_grid_query_next": _query_next,

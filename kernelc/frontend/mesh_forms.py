@@ -20,7 +20,7 @@ from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj
-from kernelc.frontend.special import special
+from kernelc.frontend.special import lower_query_while, special
 from kernelc.ir import nodes as ir
 
 _REQUIRED = object()
@@ -351,22 +351,9 @@ def _lower_query_loop(lowerer, node: ast.For) -> None:
         b.store(slot, query.value)
     else:
         slot, step = found_slot
-    index_slot = b.new_slot("index", T.int32)
-    b.store(index_slot, b.const(0, T.int32))
-    with b.region() as cond_body:
-        args = [Val(b.load(slot)), Val(b.load(index_slot))]
-        if step == "bvh_lang.bvh_query_step":
-            args.append(Val(b.const(_FLT_MAX, T.float32)))
-        found, new_query, new_index = lowerer.call_func(_resolve(step), args).items
-        b.store(slot, new_query.value)
-        b.store(index_slot, new_index.value)
-    lowerer.loop_depth += 1
-    with b.region() as body:
-        lowerer.assign(node.target, Val(b.load(index_slot)), node.target)
-        lowerer.lower_block(node.body)
-    lowerer.loop_depth -= 1
-    b.loc = lowerer.source.loc(node)
-    b.append(ir.While(b.loc, tuple(cond_body), found.value, tuple(body)))
+    extra = ((Val(b.const(_FLT_MAX, T.float32)),) if step == "bvh_lang.bvh_query_step"
+             else ())
+    lower_query_while(lowerer, node, slot, _resolve(step), extra)
 
 
 def _handler(name: str):

@@ -148,6 +148,28 @@ def _range(lowerer, node: ast.Call):
     raise KernelError("range() can only be used as the iterable of a for loop")
 
 
+def lower_query_while(lowerer, node: ast.For, slot: ir.Slot, step: Any,
+                      extra: tuple = ()) -> None:
+    """`for index in query: body` as a while loop over a query held in `slot`: the
+    condition calls `step(query, index, *extra) -> (found, query, index)` and stores the
+    advanced query and index back, so the loop uses the query up, as Warp's does."""
+    b = lowerer.b
+    index_slot = b.new_slot("index", T.int32)
+    b.store(index_slot, b.const(0, T.int32))
+    with b.region() as cond_body:
+        args = [Val(b.load(slot)), Val(b.load(index_slot)), *extra]
+        found, new_query, new_index = lowerer.call_func(step, args).items
+        b.store(slot, new_query.value)
+        b.store(index_slot, new_index.value)
+    lowerer.loop_depth += 1
+    with b.region() as body:
+        lowerer.assign(node.target, Val(b.load(index_slot)), node.target)
+        lowerer.lower_block(node.body)
+    lowerer.loop_depth -= 1
+    b.loc = lowerer.source.loc(node)
+    b.append(ir.While(b.loc, tuple(cond_body), found.value, tuple(body)))
+
+
 @cache
 def _handlers(everything: bool = False):
     """The special forms by name: the core ones, or (`everything`) those of every module."""
