@@ -46,12 +46,14 @@ from kernelc.runtime.mempool import (  # noqa: E402
     is_peer_access_supported, set_mempool_enabled, set_mempool_release_threshold,
 )
 from kernelc.runtime.array import (  # noqa: E402
-    array, clone, copy, empty, empty_like, from_dlpack,
+    array, clone, empty, empty_like, from_dlpack,
     from_numpy, full, full_like, ones, ones_like, to_dlpack, zeros, zeros_like,
 )
+from kernelc.runtime.memory import copy  # noqa: E402
 
 # ---- runtime: launch, compile, cache -----------------------------------------------------
 from kernelc.runtime.launch import launch, Launch  # noqa: E402
+from kernelc.autodiff.tape import Tape  # noqa: E402
 from kernelc.runtime.compiler import compile_kernel as compile, CompiledKernel  # noqa: E402,A001
 from kernelc.runtime.module import (  # noqa: E402
     clear_kernel_cache, constant, force_load, get_module_options, init, load_module,

@@ -68,9 +68,11 @@ class Config:
             prints no start-up banner).
         reduce_mode (ReduceMode): How kernels without their own `reduce_mode` option carry
             out contended atomics (default `ReduceMode.Direct`).
-        enable_backward, verify_fp, verify_cuda, print_launches (bool): Warp's settings
-            with Warp's defaults, readable and assignable so that ported code runs; kernelc
-            generates no backward kernels and ignores them.
+        enable_backward (bool): Whether kernels have backward kernels (`kc.Tape`), unless
+            the kernel (`@kc.kernel(enable_backward=...)`) or its module
+            (`kc.set_module_options`) says otherwise. Default True, as in Warp.
+        verify_fp, verify_cuda, print_launches (bool): Warp's settings with Warp's
+            defaults, readable and assignable so that ported code runs; kernelc ignores them.
     """
 
     def __init__(self) -> None:
@@ -88,8 +90,8 @@ class Config:
         self.dump_ir: bool = os.environ.get("KERNELC_DUMP_IR", "") not in ("", "0")
         self.quiet: bool = True
         self.reduce_mode: ReduceMode = ReduceMode.Direct
-        # Warp-only settings: read and written by ported code, no effect in kernelc.
         self.enable_backward: bool = True
+        # Warp-only settings: read and written by ported code, no effect in kernelc.
         self.verify_fp: bool = False
         self.verify_cuda: bool = False
         self.print_launches: bool = False

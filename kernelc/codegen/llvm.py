@@ -36,6 +36,9 @@ class LlvmOptions:
     # Atomics on arrays only ever touched at the thread's own index become plain
     # read-modify-writes (the launcher turns this off when arguments alias).
     private_atomics: bool = True
+    # The kernel runs with per-worker copies of its reduction targets (ReduceMode.Expand):
+    # atomics on them are plain read-modify-writes too, since one worker owns a copy.
+    expanded: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,10 @@ class FunctionEmitter:
             from kernelc.ir.analysis import thread_private_params
 
             self.private = thread_private_params(self.fn)
+        if self.state.options.expanded:
+            from kernelc.ir.analysis import reduction_targets
+
+            self.private |= frozenset(reduction_targets(self.fn))
         fnty = ll.FunctionType(ll.VoidType(), [PTR, I64, I64])
         f = ll.Function(self.state.llmod, fnty, self.state.entry)
         args, start, end = f.args

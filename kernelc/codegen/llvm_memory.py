@@ -91,14 +91,17 @@ def _op_atomic(e: Emitter, s: ir.Op):
     arr, indices, operands = atomic_parts(s)
     dtype = arr.type.dtype
     values = [e.v(v) for v in operands]
+    update = _private_update if arr.id in e.private else atomic_update
     if isinstance(dtype, (T.VectorType, T.MatrixType)):  # component-wise, as in Warp
-        return llvm_aggregate.atomic_components(e, s, indices, values, atomic_update)
-    ptr = e.element_ptr(arr, indices, s.loc)
-    if arr.id in e.private:  # no other thread can touch this element
-        old = e.b.load(ptr, typ=llvm_type(dtype))
-        e.b.store(_PRIVATE_RMW[s.attr](e.b, old, values, dtype), ptr)
-        return old
-    return atomic_update(e, s.attr, ptr, dtype, values)
+        return llvm_aggregate.atomic_components(e, s, indices, values, update)
+    return update(e, s.attr, e.element_ptr(arr, indices, s.loc), dtype, values)
+
+
+def _private_update(e: Emitter, kind: str, ptr, dtype: T.ScalarType, operands: list):
+    """A plain read-modify-write: no other thread can touch this element."""
+    old = e.b.load(ptr, typ=llvm_type(dtype))
+    e.b.store(_PRIVATE_RMW[kind](e.b, old, operands, dtype), ptr)
+    return old
 
 
 def _rmw_minmax(pick_new_if: str):

@@ -268,7 +268,8 @@ def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
            module: Any = None, **options: Any) -> Any:
     """Decorator making a Python function a kernel (`@kc.kernel` or `@kc.kernel(...)`).
 
-    `enable_backward` and `module` are Warp's and accepted; `reduce_mode=kc.ReduceMode.X`
+    `enable_backward=False` (Warp's) leaves the kernel out of `Tape.backward`; `module`
+    is accepted for Warp's sake; `reduce_mode=kc.ReduceMode.X`
     chooses how the kernel's contended atomics are done (see `kc.ReduceMode`).
     """
     from kernelc.config import ReduceMode
@@ -276,6 +277,9 @@ def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
     mode = options.get("reduce_mode")
     if mode is not None and not isinstance(mode, ReduceMode):
         raise TypeError(f"reduce_mode must be a kc.ReduceMode, got {mode!r}")
+
+    if enable_backward is not None:
+        options["enable_backward"] = enable_backward
 
     def wrap(fn: Callable) -> Kernel:
         return Kernel(fn, options)

@@ -248,6 +248,10 @@ class ExprLowering:
                 raise KernelError(f"'~' needs an integer, got {v.type!r}")
             opcode = OpCode.INVERT
         if v.const is not None:
+            if v.weak and isinstance(v.const, float) and opcode == OpCode.NEG:
+                # A negative literal keeps Python's precision until it meets a type, as
+                # in Warp: `float64(-0.1)` is exactly -0.1.
+                return Val(self.b.const(-v.const, v.type), weak=True, const=-v.const)
             folded = semantics.eval_unary(opcode, v.const, v.type)
             return Val(self.b.const(folded, v.type), weak=v.weak, const=folded)
         if opcode == OpCode.NEG and v.type.is_float:

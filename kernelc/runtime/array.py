@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from kernelc.runtime import memory
+from kernelc.runtime.array_grad import GradMixin, copy_grads, init_grad, view_grad
 from kernelc.runtime.device import Device, get_device
 from kernelc.runtime.memory import Shapelike, contiguous_strides, element_layout, normalize_shape
 from kernelc.types import ArrayType, MatrixType, ScalarType, Type, VectorType, as_type
@@ -29,7 +30,7 @@ from kernelc.types import int32 as _int32
 Devicelike = Device | str | None
 
 
-class array:
+class array(GradMixin):
     """A strided array of 1 to 4 dimensions on a device (Warp's `wp.array`).
 
     With `data`, `shape` or `ptr` it holds memory; with none of them it is a type-only
@@ -49,9 +50,12 @@ class array:
         copy: If False, NumPy data of the right dtype on the right device is used in place
             rather than copied (otherwise it is copied, as Warp does).
         owner: Accepted for Warp compatibility; memory at `ptr` is never freed by kernelc.
-        requires_grad: Stored for Warp compatibility (kernelc computes no gradients).
+        requires_grad: Allocate a zero-filled gradient array, `.grad` (see `kc.Tape`).
         pinned: Page-locked host memory, for faster transfers to CUDA devices.
         ndim: Number of dimensions (for annotations; checked against data or shape).
+        grad: An existing array to use as `.grad` (same dtype, shape and device).
+        retain_grad: Keep `.grad` where backward kernels would consume it (see
+            `retain_grad`).
 
     Attributes:
         ptr (int | None): Address of element 0, None for a type-only array.
@@ -62,6 +66,7 @@ class array:
         size (int): Number of elements.
         capacity (int): Bytes of memory the array spans (or was allocated with).
         device (Device): The Device the memory is on.
+        grad (array | None): The gradient array (`requires_grad`), else None.
     """
 
     # Class-level defaults keep repr() working on an object whose __init__ raised.
@@ -74,9 +79,8 @@ class array:
                  ptr: int | None = None, capacity: int | None = None,
                  device: Devicelike = None, copy: bool = True, owner: bool = False,
                  requires_grad: bool = False, pinned: bool = False,
-                 ndim: int | None = None) -> None:
-        self.requires_grad = requires_grad
-        self.grad: array | None = None
+                 ndim: int | None = None, grad: array | None = None,
+                 retain_grad: bool = False) -> None:
         self.pinned = pinned
         self._np: np.ndarray | None = None
         if data is None and shape is None and ptr is None:
@@ -103,6 +107,8 @@ class array:
             self._init_from_host(data, resolved, shape, device, copy)
         if ndim is not None and ndim != self.ndim:
             raise ValueError(f"ndim={ndim} does not match the array's shape {self.shape}")
+        if requires_grad or grad is not None or retain_grad:
+            init_grad(self, requires_grad, grad, retain_grad)
 
     # ---- construction ----------------------------------------------------------------
 
@@ -229,12 +235,12 @@ class array:
               strides: tuple[int, ...], dtype: Type, pinned: bool = False) -> array:
         """An array over existing memory, without the checks of __init__."""
         view = cls.__new__(cls)
-        view.requires_grad, view.grad, view.pinned, view._np = False, None, pinned, None
+        view.pinned, view._np = pinned, None
         view._set(alloc, ptr, shape, strides, dtype)
         return view
 
     def _view(self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> array:
-        """A new array over the same memory."""
+        """A new array over the same memory (without a grad: callers add the grad's view)."""
         return array._over(self._alloc, ptr, shape, strides, self.dtype, self.pinned)
 
     def _require_memory(self, what: str) -> None:
@@ -316,7 +322,8 @@ class array:
         ptr, shape, strides = memory.index_layout(self.ptr, self.shape, self.strides, key)
         if not shape:  # fully indexed: read the one element (NumPy's rule; Warp refuses)
             return self._view(ptr, (1,), (self.dtype.size,)).numpy()[0]
-        return self._view(ptr, shape, strides)
+        grad = self._grad
+        return view_grad(self._view(ptr, shape, strides), None if grad is None else grad[key])
 
     # ---- views -----------------------------------------------------------------------
 
@@ -338,7 +345,8 @@ class array:
         if not self.is_contiguous:
             raise RuntimeError("reshaping a non-contiguous array is not supported; "
                                "call .contiguous() first")
-        return self._view(self.ptr, dims, contiguous_strides(dims, self.dtype.size))
+        view = self._view(self.ptr, dims, contiguous_strides(dims, self.dtype.size))
+        return view_grad(view, None if self._grad is None else self._grad.reshape(dims))
 
     def flatten(self) -> array:
         """A 1-d array of all elements: a view if contiguous, else a contiguous copy."""
@@ -350,8 +358,9 @@ class array:
         order = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
         if sorted(order) != list(range(self.ndim)):
             raise ValueError(f"axes {order} are not a permutation of the {self.ndim} dimensions")
-        return self._view(self.ptr, tuple(self.shape[a] for a in order),
+        view = self._view(self.ptr, tuple(self.shape[a] for a in order),
                           tuple(self.strides[a] for a in order))
+        return view_grad(view, None if self._grad is None else self._grad.transpose(order))
 
     def contiguous(self) -> array:
         """This array if it is contiguous, else a contiguous copy on the same device."""
@@ -385,7 +394,8 @@ class array:
             memory.fill_array(self, np.zeros(inner, np_dtype))
 
     def assign(self, src: Any) -> None:
-        """Copies `src` (an array, NumPy array or list of the same shape) into this array."""
+        """Copies `src` (an array, NumPy array or list of the same shape) into this array;
+        the grads too when both have one (recorded on an active `kc.Tape`, as `kc.copy`)."""
         self._require_memory("assign()")
         if not isinstance(src, array):
             src = array(src, dtype=self.dtype, device="cpu", copy=False)
@@ -396,33 +406,36 @@ class array:
             raise ValueError(f"cannot assign an array of shape {src.shape} to one of "
                              f"shape {self.shape}")
         memory.copy_array(self, src)
+        if self._grad is not None and src._grad is not None:
+            copy_grads(self, src, 0, 0, src.size, None)
 
 
 # ---- constructors ------------------------------------------------------------------------
 
 
 def empty(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
-          requires_grad: bool = False, pinned: bool = False) -> array:
+          requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False) -> array:
     """A new array with uninitialised contents.
 
     Args:
         shape: An int or a tuple of up to 4 ints.
         dtype: The element type (float32 by default).
         device: Where to allocate (the current device by default).
-        requires_grad: Stored for Warp compatibility.
+        requires_grad: Also allocate a zero-filled `.grad` (see `kc.Tape`).
         pinned: Page-locked host memory.
+        retain_grad: See `array.retain_grad`.
 
     Returns:
         The new array.
     """
     return array(shape=shape, dtype=dtype, device=device, requires_grad=requires_grad,
-                 pinned=pinned)
+                 pinned=pinned, retain_grad=retain_grad)
 
 
 def zeros(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
-          requires_grad: bool = False, pinned: bool = False) -> array:
+          requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False) -> array:
     """A new array of zeros (inside a kernel: a local fixed-size array). Args as `empty`."""
-    result = empty(shape, dtype, device, requires_grad, pinned)
+    result = empty(shape, dtype, device, requires_grad, pinned, retain_grad)
     result.zero_()
     return result
 
@@ -431,9 +444,9 @@ zeros._kc_special = "zeros"  # type: ignore[attr-defined]
 
 
 def ones(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
-         requires_grad: bool = False, pinned: bool = False) -> array:
+         requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False) -> array:
     """A new array of ones. Args as `empty`."""
-    return full(shape, 1, dtype, device, requires_grad, pinned)
+    return full(shape, 1, dtype, device, requires_grad, pinned, retain_grad)
 
 
 def _value_dtype(value: Any) -> Type:
@@ -454,7 +467,8 @@ def _value_dtype(value: Any) -> Type:
 
 
 def full(shape: Shapelike = 0, value: Any = 0, dtype: Any = typing.Any,
-         device: Devicelike = None, requires_grad: bool = False, pinned: bool = False) -> array:
+         device: Devicelike = None, requires_grad: bool = False, pinned: bool = False,
+         retain_grad: bool = False) -> array:
     """A new array with every element set to `value`; other args as `empty`.
 
     Args:
@@ -463,7 +477,7 @@ def full(shape: Shapelike = 0, value: Any = 0, dtype: Any = typing.Any,
             float -> float32, bool -> bool, NumPy scalars keep their type).
     """
     elem = _value_dtype(value) if dtype is typing.Any else dtype
-    result = empty(shape, elem, device, requires_grad, pinned)
+    result = empty(shape, elem, device, requires_grad, pinned, retain_grad)
     result.fill_(value)
     return result
 
@@ -474,41 +488,49 @@ def _like(src: array, device: Devicelike) -> tuple[Device, bool]:
 
 
 def empty_like(src: array, device: Devicelike = None, requires_grad: bool | None = None,
-               pinned: bool | None = None) -> array:
-    """An uninitialised array with the shape and dtype of `src` (on its device by default)."""
+               pinned: bool | None = None, retain_grad: bool = False) -> array:
+    """An uninitialised array with the shape and dtype of `src` (on its device by default);
+    with a `.grad` if `requires_grad`, by default if `src` has one (as in Warp)."""
     dev, src_pinned = _like(src, device)
     return empty(src.shape, src.dtype, dev,
                  src.requires_grad if requires_grad is None else requires_grad,
-                 src_pinned if pinned is None else pinned)
+                 src_pinned if pinned is None else pinned, retain_grad)
 
 
 def zeros_like(src: array, device: Devicelike = None, requires_grad: bool | None = None,
-               pinned: bool | None = None) -> array:
+               pinned: bool | None = None, retain_grad: bool = False) -> array:
     """An array of zeros with the shape and dtype of `src`."""
-    result = empty_like(src, device, requires_grad, pinned)
+    result = empty_like(src, device, requires_grad, pinned, retain_grad)
     result.zero_()
     return result
 
 
 def ones_like(src: array, device: Devicelike = None, requires_grad: bool | None = None,
-              pinned: bool | None = None) -> array:
+              pinned: bool | None = None, retain_grad: bool = False) -> array:
     """An array of ones with the shape and dtype of `src`."""
-    return full_like(src, 1, device, requires_grad, pinned)
+    return full_like(src, 1, device, requires_grad, pinned, retain_grad)
 
 
 def full_like(src: array, value: Any, device: Devicelike = None,
-              requires_grad: bool | None = None, pinned: bool | None = None) -> array:
+              requires_grad: bool | None = None, pinned: bool | None = None,
+              retain_grad: bool = False) -> array:
     """An array with the shape and dtype of `src`, every element set to `value`."""
-    result = empty_like(src, device, requires_grad, pinned)
+    result = empty_like(src, device, requires_grad, pinned, retain_grad)
     result.fill_(value)
     return result
 
 
 def clone(src: array, device: Devicelike = None, requires_grad: bool | None = None,
-          pinned: bool | None = None) -> array:
-    """A contiguous copy of `src` (on its device by default)."""
-    result = empty_like(src, device, requires_grad, pinned)
+          pinned: bool | None = None, retain_grad: bool = False) -> array:
+    """A contiguous copy of `src` (on its device by default).
+
+    As in Warp, the copy has a grad if `src` has one (unless `requires_grad=False`), the
+    grad's values are copied too, and an active `kc.Tape` records the copy's adjoint.
+    """
+    result = empty_like(src, device, requires_grad, pinned, retain_grad)
     memory.copy_array(result, src)
+    if result._grad is not None and src._grad is not None:
+        copy_grads(result, src, 0, 0, src.size, None)
     return result
 
 
@@ -545,38 +567,3 @@ def to_dlpack(arr: array) -> Any:
         raise TypeError(f"to_dlpack() needs a kernelc array, got {type(arr).__name__}")
     return arr.__dlpack__()
 
-
-def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0,
-         stream: Any = None) -> None:
-    """Copies elements from `src` to `dest`, across devices if need be.
-
-    Offsets and count are in elements of the flattened arrays, as in Warp.
-
-    Args:
-        dest: The destination array.
-        src: The source array (same dtype).
-        dest_offset: First element written in `dest`.
-        src_offset: First element read in `src`.
-        count: How many elements; 0 means `src.size`.
-        stream: Reserved for CUDA stream ordering; unused on the CPU.
-
-    Raises:
-        ValueError: The range falls outside either array, or offsets are used with a
-            non-contiguous destination.
-        TypeError: The dtypes differ.
-    """
-    dest._require_memory("kc.copy")
-    src._require_memory("kc.copy")
-    if dest.dtype != src.dtype:
-        raise TypeError(f"kc.copy needs arrays of one dtype, got {dest.dtype!r} <- {src.dtype!r}")
-    if min(dest_offset, src_offset, count) < 0:
-        raise ValueError(f"kc.copy offsets and count must be non-negative, got dest_offset="
-                         f"{dest_offset}, src_offset={src_offset}, count={count}")
-    n = count or src.size
-    for what, arr, offset in (("source", src, src_offset), ("destination", dest, dest_offset)):
-        if offset + n > arr.size:
-            raise ValueError(f"kc.copy: {what} elements [{offset}, {offset + n}) are out of "
-                             f"range for an array of {arr.size} elements")
-    if n == 0:
-        return
-    memory.copy_elements(dest, src, dest_offset, src_offset, n)

@@ -53,6 +53,7 @@ class ExpandedRun:
 
     def __init__(self, args: ctypes.Structure, values: Sequence[Any], targets: dict[int, str]):
         self.targets = [(i, kind, values[i].numpy()) for i, kind in sorted(targets.items())]
+        self.cfunc: Any = None  # the kernel variant to run on the copies (set by the launcher)
         copies = config.num_threads + 1  # the pool's workers and the calling thread
         self.copies: list[list[np.ndarray]] = []
         self.free: queue.SimpleQueue = queue.SimpleQueue()

@@ -254,6 +254,12 @@ class Launch:
             overlapping = _overlapping(self.values, self.compiled.params)
             self.expand = expanded_run(self.kernel, self.compiled, self.args, self.values,
                                        overlapping)
+            if self.expand is not None:
+                from kernelc.runtime.compiler import get_cpu_kernel
+
+                # Each worker owns its copies: the variant whose atomics on them are plain.
+                self.expand.cfunc = get_cpu_kernel(self.kernel, self.compiled.params,
+                                                   expanded=True).cfunc
 
     def launch(self) -> None:
         if self.size == 0:
@@ -277,7 +283,7 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
     if size < (64 if compiled.has_loops else 16384):  # not worth waking the workers
         compiled.cfunc(args_ptr, 0, size)
     elif expand is not None:
-        expand.run(compiled.cfunc, size, cpu_state(config.num_threads).pool)
+        expand.run(expand.cfunc, size, cpu_state(config.num_threads).pool)
     else:
         cpu_state(config.num_threads).pool.run(compiled.cfunc, args_ptr, size, 8 if compiled.has_loops else 1)
     if compiled.has_print:
@@ -301,10 +307,14 @@ def launch_activity(kernel) -> tuple[int, str]:
 
     Kernels marked `is_builtin` (kernelc's own utility kernels, see `kernelc.utils`) are
     `TIMING_KERNEL_BUILTIN` activities named "builtin kernel NAME", as Warp names its
-    internal kernels; all others are `TIMING_KERNEL` activities, "forward kernel NAME".
+    internal kernels; backward kernels (`kc.Tape`, `launch(adjoint=True)`) are
+    "backward kernel NAME", with the name of the kernel they differentiate; all others are
+    `TIMING_KERNEL` activities, "forward kernel NAME".
     """
     if getattr(kernel, "is_builtin", False):
         return TIMING_KERNEL_BUILTIN, f"builtin kernel {kernel.__name__}"
+    if getattr(kernel, "is_adjoint", False):
+        return TIMING_KERNEL, f"backward kernel {kernel.primal.__name__}"
     return TIMING_KERNEL, f"forward kernel {kernel.__name__}"
 
 
@@ -360,6 +370,14 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
 
     Every argument is checked before anything is compiled or run. With `record_cmd=True`
     nothing runs: a `Launch` whose `.launch()` reuses the packed arguments is returned.
+    While a `kc.Tape` records (and `record_tape` is True), the launch is recorded on it.
+
+    With `adjoint=True` the kernel's backward kernel runs instead, with the same
+    `inputs` and `outputs` and their adjoints `adj_inputs` and `adj_outputs` (one per
+    argument, or fewer: the rest are None). An array adjoint that is None means the
+    array's own `.grad` (or no gradient if it has none); adjoints of values passed by
+    value are ignored. Gradients of array reads are added into the adjoint arrays.
+    `max_blocks` is accepted for Warp compatibility.
     """
     from kernelc.frontend.decorators import Kernel
     from kernelc.runtime.device import get_device
@@ -367,7 +385,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() needs a @kernelc.kernel, got {type(kernel).__name__}")
     if adjoint:
-        raise NotImplementedError("kernelc does not generate adjoint (backward) kernels")
+        return _launch_adjoint(kernel, dim, [*inputs, *outputs], [*adj_inputs, *adj_outputs],
+                               device, stream, record_cmd, block_dim)
     values = [*inputs, *outputs]
     last = kernel.last_launch
     if last is not None and last[0] == dim and last[1] is device and last[2] == config.mode \
@@ -378,6 +397,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
         if record_cmd:
             return Launch(kernel, cmd.compiled, cmd.dims, cmd.values, cmd.device)
         _run_or_capture(kernel, cmd)
+        if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
+            tape.record_launch(kernel, dim, max_blocks, inputs, outputs, cmd.device, block_dim)
         return None
     dims = normalize_dim(kernel, dim)
     names = kernel.arg_names
@@ -389,12 +410,30 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     dev = get_device(device)
     types = tuple(arg_type(kernel, n, w, v, dev)
                   for n, w, v in zip(names, kernel.param_types, values))
+    cmd = _prepare(kernel, dims, values, types, dev, stream, block_dim, record_cmd)
+    if record_cmd:
+        return cmd
+    if cmd is not None:  # a CPU launch (launch_cuda has already run a CUDA one)
+        # Keeps the last arguments alive until the next launch of this kernel, like a
+        # recorded command would; identity checks above make reuse safe.
+        kernel.last_launch = (dim, device, config.mode, values, cmd)
+        _run_or_capture(kernel, cmd)
+    if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
+        tape.record_launch(kernel, dim, max_blocks, inputs, outputs, dev, block_dim)
+    return None
+
+
+def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[T.Type, ...],
+             dev, stream: Any, block_dim: int | None, record_cmd: bool):
+    """The checked launch of `kernel` on `dev`: a `Launch` on the CPU (not run yet); on
+    CUDA, the command if `record_cmd`, else None once it has run."""
     if not dev.is_cpu:
         from kernelc.runtime.cuda_launch import launch_cuda
 
         if block_dim is None:
             block_dim = _module_block_dim(kernel)
         return launch_cuda(kernel, dims, values, types, dev, stream, block_dim, record_cmd)
+    names = kernel.arg_names
     arrays = _in_place_arrays(values, types)
     _check_strides(kernel, names, types, arrays)
     from kernelc.runtime.compiler import get_cpu_kernel
@@ -402,13 +441,42 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     compiled = get_cpu_kernel(kernel, types)
     if compiled.private_params and _overlapping(arrays, types):
         compiled = get_cpu_kernel(kernel, types, private_atomics=False)
-    cmd = Launch(kernel, compiled, dims, arrays, dev)
-    if record_cmd:
+    return Launch(kernel, compiled, dims, arrays, dev)
+
+
+def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], device: Any,
+                    stream: Any, record_cmd: bool, block_dim: int | None):
+    """`launch(adjoint=True)`: runs the backward kernel of `kernel` (see `launch`)."""
+    from kernelc.autodiff.kernel import adjoint_kernel
+    from kernelc.autodiff.tape import adjoint_arguments, backward_disabled_by
+    from kernelc.runtime.device import get_device
+
+    disabled = backward_disabled_by(kernel)
+    if disabled:
+        raise RuntimeError(f"kernel '{kernel.__name__}' has no backward kernel: {disabled} "
+                           f"sets enable_backward=False")
+    dims = normalize_dim(kernel, dim)
+    names = kernel.arg_names
+    if len(values) != len(names) or len(adjoints) > len(names):
+        raise KernelError(
+            f"the backward launch of kernel '{kernel.__name__}' takes {len(names)} arguments "
+            f"({', '.join(names)}) and at most as many adjoints; {len(values)} arguments and "
+            f"{len(adjoints)} adjoints given", kernel.source.loc(kernel.source.tree),
+            kernel.__name__)
+    dev = get_device(device)
+    types = tuple(arg_type(kernel, n, w, v, dev)
+                  for n, w, v in zip(names, kernel.param_types, values))
+    backward = adjoint_kernel(kernel)
+    adjoints = [*adjoints, *[None] * (len(names) - len(adjoints))]
+    adj_values, mask = adjoint_arguments(values, types, adjoints)
+    for name, t, v in zip(names, types, adj_values):
+        if v is not None:  # the adjoint of an array must be an array of the same type
+            arg_type(backward, f"adj_{name}", t, v, dev)
+    cmd = _prepare(backward, dims, [*values, *adj_values, mask], (*types, *types, T.uint64),
+                   dev, stream, block_dim, record_cmd)
+    if record_cmd or cmd is None:
         return cmd
-    # Keeps the last arguments alive until the next launch of this kernel, like a recorded
-    # command would; identity checks above make reuse safe.
-    kernel.last_launch = (dim, device, config.mode, values, cmd)
-    _run_or_capture(kernel, cmd)
+    _run_or_capture(backward, cmd)
     return None
 
 

@@ -341,7 +341,9 @@ def copy_elements(dest: array, src: array, dest_offset: int, src_offset: int, co
     else:
         # Flattening a strided source makes a dense copy first; a strided destination can
         # only take a whole-array copy, reshaped to its shape.
-        part = src.flatten()[src_offset:src_offset + count]
+        # (A view without the grad: this dense temporary must not copy or record grads.)
+        plain = src._view(src.ptr, src.shape, src.strides)
+        part = plain.flatten()[src_offset:src_offset + count]
         if dest.is_contiguous:
             copy_array(dest.flatten()[dest_offset:dest_offset + count], part)
         elif dest_offset == 0 and count == dest.size:
@@ -361,3 +363,46 @@ def to_host(src: array) -> np.ndarray:
     """A host NumPy copy of a device array (device to host transfer)."""
     device = src.device
     return timed(TIMING_MEMCPY, device, "memcpy DtoH", backend(device).to_numpy, src)
+
+
+def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0,
+         stream: Any = None) -> None:
+    """Copies elements from `src` to `dest`, across devices if need be.
+
+    Offsets and count are in elements of the flattened arrays, as in Warp.
+
+    Args:
+        dest: The destination array.
+        src: The source array (same dtype).
+        dest_offset: First element written in `dest`.
+        src_offset: First element read in `src`.
+        count: How many elements; 0 means `src.size`.
+        stream: Reserved for CUDA stream ordering; unused on the CPU.
+
+    When both arrays have a `.grad`, the same elements of the grads are copied too and an
+    active `kc.Tape` records the copy's adjoint (Warp's behaviour).
+
+    Raises:
+        ValueError: The range falls outside either array, or offsets are used with a
+            non-contiguous destination.
+        TypeError: The dtypes differ.
+    """
+    dest._require_memory("kc.copy")
+    src._require_memory("kc.copy")
+    if dest.dtype != src.dtype:
+        raise TypeError(f"kc.copy needs arrays of one dtype, got {dest.dtype!r} <- {src.dtype!r}")
+    if min(dest_offset, src_offset, count) < 0:
+        raise ValueError(f"kc.copy offsets and count must be non-negative, got dest_offset="
+                         f"{dest_offset}, src_offset={src_offset}, count={count}")
+    n = count or src.size
+    for what, arr, offset in (("source", src, src_offset), ("destination", dest, dest_offset)):
+        if offset + n > arr.size:
+            raise ValueError(f"kc.copy: {what} elements [{offset}, {offset + n}) are out of "
+                             f"range for an array of {arr.size} elements")
+    if n == 0:
+        return
+    copy_elements(dest, src, dest_offset, src_offset, n)
+    if dest.grad is not None and src.grad is not None:
+        from kernelc.runtime.array_grad import copy_grads
+
+        copy_grads(dest, src, dest_offset, src_offset, n, stream)

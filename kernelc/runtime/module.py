@@ -20,9 +20,10 @@ def constant(value: Any) -> Any:
 
 
 # Warp's module options. kernelc honours `block_dim` (the default block size of CUDA launches
-# of the module's kernels); the others are stored and returned but have no effect (kernelc
-# builds no backward kernels, leaves unrolling and FP contraction to LLVM/NVRTC, and takes
-# `mode` and `lineinfo` from `kc.config`).
+# of the module's kernels) and `enable_backward` (False leaves the module's kernels out of
+# `Tape.backward`); the others are stored and returned but have no effect (kernelc leaves
+# unrolling and FP contraction to LLVM/NVRTC, and takes `mode` and `lineinfo` from
+# `kc.config`).
 _MODULE_OPTION_DEFAULTS: dict[str, Any] = {
     "max_unroll": None, "enable_backward": None, "fast_math": False, "fuse_fp": True,
     "lineinfo": None, "cuda_output": None, "mode": None, "optimization_level": None,

@@ -1,0 +1,1 @@
+"""Reverse-mode automatic differentiation: adjoint kernels generated from the typed IR."""

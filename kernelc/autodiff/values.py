@@ -1,0 +1,77 @@
+"""Which IR types carry gradients, and the arithmetic on adjoints of those types."""
+
+from __future__ import annotations
+
+from kernelc import types as T
+from kernelc.frontend.builder import IRBuilder
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+
+def differentiable(t: T.Type) -> bool:
+    """Whether values of type `t` have an adjoint (floats and aggregates of floats)."""
+    if isinstance(t, T.ScalarType):
+        return t.is_float
+    if isinstance(t, (T.VectorType, T.MatrixType)):
+        return t.dtype.is_float
+    if isinstance(t, T.StructType):
+        return all(_zeroable(f) for _, f in t.fields) and \
+            any(differentiable(f) for _, f in t.fields)
+    return False
+
+
+def has_arrays(t: T.Type) -> bool:
+    """Whether `t` is an array or a struct holding one (those get a shadow of gradients)."""
+    if isinstance(t, T.ArrayType):
+        return True
+    if isinstance(t, T.StructType):
+        return any(has_arrays(f) for _, f in t.fields)
+    return False
+
+
+def _zeroable(t: T.Type) -> bool:
+    if isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType)):
+        return True
+    if isinstance(t, T.StructType):
+        return all(_zeroable(f) for _, f in t.fields)
+    return False
+
+
+def _components(t: T.Type) -> list[T.Type]:
+    if isinstance(t, (T.VectorType, T.MatrixType)):
+        return [t.dtype] * t.count
+    if isinstance(t, T.StructType):
+        return [f for _, f in t.fields]
+    raise TypeError(t)
+
+
+def zero(b: IRBuilder, t: T.Type) -> ir.Value:
+    if isinstance(t, T.ScalarType):
+        return b.const(0, t)
+    return b.op(OpCode.BUILD, [zero(b, c) for c in _components(t)], t)
+
+
+def add(b: IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """`x + y` for adjoints (component-wise; fields without gradients keep `x`'s)."""
+    t = x.type
+    if isinstance(t, T.ScalarType):
+        return b.op(OpCode.ADD, (x, y), t)
+    parts = []
+    for k, c in enumerate(_components(t)):
+        xk = b.op(OpCode.EXTRACT, (x,), c, k)
+        if differentiable(c):
+            parts.append(add(b, xk, b.op(OpCode.EXTRACT, (y,), c, k)))
+        else:
+            parts.append(xk)
+    return b.op(OpCode.BUILD, parts, t)
+
+
+def neg(b: IRBuilder, x: ir.Value) -> ir.Value:
+    t = x.type
+    if isinstance(t, T.ScalarType):
+        return b.op(OpCode.SUB, (b.const(0, t), x), t)
+    parts = []
+    for k, c in enumerate(_components(t)):
+        xk = b.op(OpCode.EXTRACT, (x,), c, k)
+        parts.append(neg(b, xk) if differentiable(c) else xk)
+    return b.op(OpCode.BUILD, parts, t)
