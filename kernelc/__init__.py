@@ -53,6 +53,7 @@ from kernelc.runtime.memory import copy  # noqa: E402
 
 # ---- runtime: launch, compile, cache -----------------------------------------------------
 from kernelc.runtime.launch import launch, Launch  # noqa: E402
+from kernelc.autodiff.grad import grad  # noqa: E402
 from kernelc.autodiff.tape import Tape  # noqa: E402
 from kernelc.runtime.compiler import compile_kernel as compile, CompiledKernel  # noqa: E402,A001
 from kernelc.runtime.module import (  # noqa: E402
@@ -97,6 +98,7 @@ _LAZY_MODULES = (
     "kernelc.spatial.mesh",
     "kernelc.spatial.bvh",
     "kernelc.frontend.mesh_forms",
+    "kernelc.optim._export",  # `kc.optim`, the optimisers
 )
 
 

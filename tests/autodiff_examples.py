@@ -1,15 +1,16 @@
 """Warp's differentiable examples (warp/examples/optim) run under Warp and under kernelc.
 
 The same driver runs each example's own source under Warp (in a subprocess) and here with
-`import kernelc as wp`, for a few optimisation iterations: forward on a tape, backward,
-then a plain gradient step taken by the driver (the examples' optimisers, `warp.optim`,
-are Warp's Python classes and do not take kernelc arrays). The losses and gradients of
-every iteration are returned for comparison.
+`import kernelc as wp` (and `warp.optim` spelt `kernelc.optim`), for a few optimisation
+iterations: forward on a tape, backward, then a step of the example's own optimiser
+(Warp's `warp.optim.Adam` / `SGD` on the Warp side, kernelc's on the other). The losses,
+gradients, optimiser states and updated parameters of every iteration are returned for
+comparison.
 
 Both sides get identical text edits, each listed with its reason in `EDITS`: smaller grids,
-no optimiser object, and for example_diffray a procedural sphere instead of the USD bunny
-(`pxr` is not a dependency) and optionally a static light loop (Warp's backward pass of
-the example's dynamic light loop is wrong; see tests/test_autodiff_examples.py).
+and for example_diffray a procedural sphere instead of the USD bunny (`pxr` is not a
+dependency) and optionally a static light loop (Warp's backward pass of the example's
+dynamic light loop is wrong; see tests/test_autodiff_examples.py).
 """
 
 from __future__ import annotations
@@ -42,16 +43,12 @@ class RenderMode:'''
 EDITS: dict[str, list[tuple[str, str, str]]] = {
     "example_fluid_checkpoint": [
         (r"N_GRID = wp\.constant\(512\)", "N_GRID = wp.constant(64)", "a smaller grid"),
-        (r"self\.optimizer = warp\.optim\.Adam\(.*\)", "self.optimizer = None",
-         "warp.optim takes Warp arrays only; the driver steps"),
     ],
     "example_diffray": [
         (r"from pxr import Usd, UsdGeom\n", "", "pxr (usd-core) is not installed"),
         (r"class RenderMode:", _SPHERE, "a procedural mesh"),
         (r"asset_stage = Usd\.Stage\.Open\(.*\)\n\s*mesh_geom = .*\n(\s*)points = .*\n\s*"
          r"indices = .*\n", r"\1points, indices = _sphere_mesh()\n", "no USD stage"),
-        (r"self\.optimizer = SGD\(\n(?:.*\n){5}\s*\)", "self.optimizer = None",
-         "warp.optim takes Warp arrays only; the driver steps"),
     ],
 }
 STATIC_LIGHTS = (r"for i in range\(lights\.num_lights\):", "for i in range(2):")
@@ -81,8 +78,8 @@ def source_for(name: str, module: str, static_lights: bool = False) -> str:
     if module != "warp":
         assets = examples_dir().parent / "assets"
         text = text.replace("import warp as wp\n", f"import {module} as wp\n")
-        text = re.sub(r"^(import warp\.(examples|optim|render)|from warp\.optim import .*)\n",
-                      "", text, flags=re.M)
+        text = text.replace("warp.optim", f"{module}.optim")  # import, from-import and uses
+        text = re.sub(r"^import warp\.(examples|render)\n", "", text, flags=re.M)
         text = text.replace("warp.examples.get_asset_directory()", repr(str(assets)))
     return text
 
@@ -100,19 +97,21 @@ def load(name: str, module: str, folder: Path, static_lights: bool = False):
 
 
 def run_fluid_checkpoint(mod) -> dict[str, np.ndarray]:
-    """Three segments of checkpointed backward passes per iteration."""
+    """Three segments of checkpointed backward passes per iteration, then a step of the
+    example's Adam optimiser, as its training loop takes it."""
     example = mod.Example(sim_steps=5, pressure_iterations=4, segment_size=2)
     out = {}
     for it in range(ITERATIONS):
         example.forward()
         example.backward()
         vx, vy = example.vx_arrays[0], example.vy_arrays[0]
-        gx, gy = vx.grad.numpy().copy(), vy.grad.numpy().copy()
-        out.update({f"{it}:loss": example.loss.numpy().copy(), f"{it}:vx.grad": gx,
-                    f"{it}:vy.grad": gy})
-        scale = 50.0 / max(float(np.abs(gx).max()), float(np.abs(gy).max()), 1e-30)
-        vx.assign(vx.numpy() - scale * gx)
-        vy.assign(vy.numpy() - scale * gy)
+        out.update({f"{it}:loss": example.loss.numpy().copy(),
+                    f"{it}:vx.grad": vx.grad.numpy().copy(),
+                    f"{it}:vy.grad": vy.grad.numpy().copy()})
+        example.optimizer.step([vx.grad.flatten(), vy.grad.flatten()])
+        out.update({f"{it}:vx": vx.numpy().copy(), f"{it}:vy": vy.numpy().copy(),
+                    f"{it}:adam.m": example.optimizer.m[0].numpy().copy(),
+                    f"{it}:adam.v": example.optimizer.v[1].numpy().copy()})
         example.tape.zero()
     return out
 
@@ -123,7 +122,9 @@ def run_diffray(mod) -> dict[str, np.ndarray]:
     The driver moves the rotation a quarter of the way towards the target's each iteration
     instead of following the gradient: the image is a step function of the rotation at
     silhouettes and texel boundaries, so a gradient step would let the two sides' rounding
-    differences grow from one iteration to the next.
+    differences grow from one iteration to the next. The example's SGD optimiser (momentum
+    and dampening, on a quaternion array) still takes its step each iteration, and its
+    result and momentum buffer are compared, before the driver sets the rotation.
     """
     wp = mod.wp
     reference = mod.Example(height=HEIGHT)
@@ -148,7 +149,11 @@ def run_diffray(mod) -> dict[str, np.ndarray]:
         out[f"{it}:loss"] = example.loss.numpy().copy()
         out[f"{it}:pixels"] = example.pixels.numpy().copy()
         out.update({f"{it}:{k}.grad": v.numpy().copy() for k, v in grads.items()})
-        mesh.rot.assign(mesh.rot.numpy() + 0.25 * (target - mesh.rot.numpy()))
+        before = mesh.rot.numpy().copy()
+        example.optimizer.step([rot_grad])
+        out[f"{it}:rot.sgd"] = mesh.rot.numpy().copy()
+        out[f"{it}:sgd.b"] = example.optimizer.b[0].numpy().copy()
+        mesh.rot.assign(before + 0.25 * (target - before))
         wp.launch(mod.normalize, dim=1, inputs=[mesh.rot])
         example.tape.zero()
         example.loss.zero_()

@@ -84,6 +84,13 @@ def _inputs(rng, name):
         primal = [kc.array(C.uniform(rng, n, -3, 3), dtype=kc.float32),
                   kc.array(C.uniform(rng, n, -3, 3), dtype=kc.float32),
                   kc.zeros(1, dtype=kc.float32)]
+    elif name == "struct_array":  # one atomic add per float field of the element
+        bodies = kc.zeros(n, dtype=P.Body).numpy()
+        bodies["pos"] = C.uniform(rng, (n, 3))
+        bodies["mass"] = C.uniform(rng, n, 0.5, 2.0)
+        primal = [kc.array(bodies, dtype=P.Body), kc.zeros(1, dtype=kc.float32)]
+        adjoint = [kc.zeros(n, dtype=P.Body), kc.array([1.5], dtype=kc.float32)]
+        return primal, adjoint
     else:  # atomics: min/max and add/sub losses
         primal = [kc.array(C.uniform(rng, n), dtype=kc.float32),
                   kc.array(C.uniform(rng, n), dtype=kc.float32),
@@ -95,7 +102,7 @@ def _inputs(rng, name):
 
 
 HARNESS = {"dyn_sin": P.k_dyn_sin, "quat": P.k_quat, "branches": P.k_branches,
-           "atomics": P.k_atomics}
+           "atomics": P.k_atomics, "struct_array": P.k_struct_array}
 
 
 @pytest.mark.skipif(shutil.which(cuda_harness.CXX) is None, reason="needs g++")
@@ -126,9 +133,12 @@ def test_backward_kernel_in_harness_matches_cpu(name):
         if data is None:
             continue
         what = f"{name}: {'adj_' if n <= k < 2 * n else ''}{backward.primal.arg_names[k % n]}"
-        tol = 1e-12 if data.dtype == np.float64 else 1e-5
-        np.testing.assert_allclose(data, a.numpy(), rtol=tol, atol=tol, err_msg=what)
-    assert any(np.any(h != 0) for h in host[n:2 * n] if h is not None)
+        got = a.numpy()
+        for field in data.dtype.names or (None,):  # structs: field by field
+            want, have = (data, got) if field is None else (data[field], got[field])
+            tol = 1e-12 if want.dtype == np.float64 else 1e-5
+            np.testing.assert_allclose(want, have, rtol=tol, atol=tol, err_msg=what)
+    assert any(np.any(h.view(np.uint8) != 0) for h in host[n:2 * n] if h is not None)
 
 
 # ---- on a GPU ----------------------------------------------------------------------------

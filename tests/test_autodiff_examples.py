@@ -2,7 +2,10 @@
 
 `tests/autodiff_examples.py` runs each example from Warp's own source for a few
 optimisation iterations, in a Warp subprocess and here with `import kernelc as wp`; the
-losses and gradients of every iteration must agree to rounding.
+losses and gradients of every iteration must agree to rounding, and so must the steps of
+the examples' optimisers (`warp.optim` under Warp, `kernelc.optim` under kernelc). Adam
+divides each gradient by its own running size, so the parameters it updates may differ by
+more than the gradients' rounding (`RTOL`); today they agree bit for bit.
 
 example_diffray's light loop (`for i in range(lights.num_lights)`) is a dynamic loop whose
 sum is used after it; Warp 1.19's backward pass reads that sum as it was before the loop
@@ -65,6 +68,11 @@ def warp_results(tmp_path_factory) -> dict[str, dict[str, np.ndarray]]:
     return by_example
 
 
+# The parameters Adam updated (example_fluid_checkpoint): a gradient 1e-6 off moves them by
+# up to ~3e-4 of their largest value.
+RTOL = {"vx": 1e-3, "vy": 1e-3}
+
+
 def assert_close(have: np.ndarray, want: np.ndarray, what: str, rtol: float = 1e-5) -> None:
     """Equal to float32 rounding, elementwise and relative to the field's largest value."""
     assert have.shape == want.shape, what
@@ -84,7 +92,8 @@ def test_optim_example_matches_warp(name, static, warp_results, tmp_path):
     for field, expected in want.items():
         if field.endswith(".grad"):
             assert np.any(expected != 0), f"{name}: {field} is all zero under Warp"
-        assert_close(have[field], expected, f"{name}: {field}")
+        rtol = RTOL.get(field.partition(":")[2], 1e-5)
+        assert_close(have[field], expected, f"{name}: {field}", rtol=rtol)
 
 
 @pytest.mark.slow
@@ -103,8 +112,6 @@ def test_diffray_dynamic_light_loop_gives_the_static_loops_gradients(tmp_path):
 # ---- examples kernelc cannot run yet ----------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, raises=KernelError,
-                   reason="kernelc has no wp.grad(func) (a function's gradient in a kernel)")
 def test_particle_repulsion_runs(tmp_path):
     if E.examples_dir() is None:
         pytest.skip("warp-lang (with its examples) is not installed")
@@ -130,7 +137,7 @@ def test_navier_stokes_perturbation_runs(tmp_path):
     path = tmp_path / "kernelc_example_navier_stokes_perturbation.py"
     text = (E.examples_dir() / "example_navier_stokes_perturbation.py").read_text()
     text = text.replace("import warp as wp\n", "import kernelc as wp\n").replace(
-        "import warp.optim\n", "").replace("N_GRID = 512", "N_GRID = 32")
+        "warp.optim", "kernelc.optim").replace("N_GRID = 512", "N_GRID = 32")
     path.write_text(text)
     loader = importlib.util.spec_from_file_location(path.stem, path)
     mod = importlib.util.module_from_spec(loader)

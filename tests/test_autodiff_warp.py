@@ -88,11 +88,8 @@ def assert_close(have: np.ndarray, want: np.ndarray, what: str) -> None:
     np.testing.assert_allclose(have, want, rtol=rtol, atol=rtol * scale, err_msg=what)
 
 
-# Cases kernelc gets wrong (expected failures until fixed)
-KERNELC_WRONG = {
-    "struct_array": "loads from arrays of structs pass no gradient to the array's .grad "
-                    "(kernelc/autodiff/rules.py: _array_load skips struct dtypes)",
-}
+# Cases kernelc gets wrong (expected failures until fixed); none at present.
+KERNELC_WRONG: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [

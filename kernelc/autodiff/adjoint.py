@@ -57,6 +57,22 @@ def adjoint_module(module: ir.Module) -> ir.Module:
     return ir.Module(fn, tuple(mad.out))
 
 
+def gradient_func(ctx, callee: ir.Function) -> _AdjointFunc:
+    """The adjoint of `callee` for `kc.grad(f)(...)` in a forward kernel: made from the
+    funcs lowered so far (`ctx.funcs`), and added to them with what it calls."""
+    mad = getattr(ctx, "autodiff", None)
+    if mad is None:
+        mad = ctx.autodiff = _ModuleAD(ir.Module(callee, ()))
+    mad.primal.update((f.name, f) for f in ctx.funcs)
+    info = mad.adjoint_func(callee.name)
+    known = {f.name for f in ctx.funcs}
+    ctx.funcs.extend(f for f in mad.out if f.name not in known)
+    return info
+
+
+_ADJOINT_SUFFIX = "_adjoint"
+
+
 @dataclass
 class _AdjointFunc:
     """The adjoint of a func: `name(params..., shadows..., adj_results...)` returns the
@@ -78,6 +94,11 @@ class _ModuleAD:
         self.replays: dict[str, str] = {}
         self.adjoints: dict[str, _AdjointFunc] = {}
         self._effects: dict[str, bool] = {}
+
+    def is_gradient(self, name: str) -> bool:
+        """Whether func `name` is the adjoint of another, called by `kc.grad` in the
+        forward kernel: forward-only, so the backward kernel treats it as a constant."""
+        return name.endswith(_ADJOINT_SUFFIX) and name[:-len(_ADJOINT_SUFFIX)] in self.primal
 
     def emit(self, fn: ir.Function) -> None:
         if fn.name not in self.names:
@@ -155,7 +176,7 @@ class _ModuleAD:
             ad.env[p.id] = p
         for k, s in zip(shadowed, shadows):
             ad.shadow[fn.params[k].id] = s
-        info = _AdjointFunc(f"{name}_adjoint", diff, shadowed, results)
+        info = _AdjointFunc(name + _ADJOINT_SUFFIX, diff, shadowed, results)
         self.adjoints[name] = info
         body = ad.run(seeds={k: s for k, s in zip(results, seeds)},
                       returns=[fn.params[k] for k in diff])
@@ -529,6 +550,8 @@ class _FunctionAD:
         self.b.store(slot, zero(self.b, r.type))  # ready for the next iteration of a loop
 
     def rev_call(self, s: ir.Op) -> None:
+        if self.mad.is_gradient(s.attr):
+            return
         b = self.b
         info = self.mad.adjoint_func(s.attr)
         r = s.result

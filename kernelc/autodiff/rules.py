@@ -294,17 +294,36 @@ def _if_gradient_array(ad, shadow: ir.Value, emit: Callable[[], None]) -> None:
 
 def _array_load(ad, s: ir.Op, g: ir.Value) -> None:
     dtype = s.args[0].type.dtype
-    if not differentiable(dtype) or isinstance(dtype, T.StructType):
+    if not differentiable(dtype):
         return
     shadow = ad.sh(s.args[0])
     if shadow is None:
         return
     indices = [ad.val(i) for i in s.args[1:]]
+    b = ad.b
 
     def emit():
-        ad.b.op(OpCode.ATOMIC, (shadow, *indices, g), dtype, "add")
+        if not isinstance(dtype, T.StructType):
+            b.op(OpCode.ATOMIC, (shadow, *indices, g), dtype, "add")
+            return
+        for path, leaf in _float_fields(dtype, ()):  # an atomic add per field of a struct
+            part = g
+            t = dtype
+            for k in path:
+                t = t.fields[k][1]
+                part = b.op(OpCode.EXTRACT, (part,), t, k)
+            b.op(OpCode.ATOMIC, (shadow, *indices, part), leaf, ("add", path))
 
     _if_gradient_array(ad, shadow, emit)
+
+
+def _float_fields(t: T.StructType, path: tuple[int, ...]):
+    """(path, type) of every field of `t` (nested structs included) that has a gradient."""
+    for k, (_, f) in enumerate(t.fields):
+        if isinstance(f, T.StructType):
+            yield from _float_fields(f, (*path, k))
+        elif differentiable(f):
+            yield (*path, k), f
 
 
 def array_store(ad, s: ir.ArrayStore) -> None:

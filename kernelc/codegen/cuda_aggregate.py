@@ -24,7 +24,7 @@ from kernelc.codegen.cuda_types import (
     storage_type,
 )
 from kernelc.ir import nodes as ir
-from kernelc.ir.analysis import atomic_parts
+from kernelc.ir.analysis import atomic_parts, atomic_target
 from kernelc.ir.nodes import OpCode
 
 if TYPE_CHECKING:
@@ -93,11 +93,11 @@ def _insert_dyn(em: FunctionEmitter, op: ir.Op) -> str:
 def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
     """An atomic on an array of vectors/matrices: one independent atomic per component; the
     result gathers the components' old values. Scalars go to the scalar lowering."""
-    array, indices, operands = atomic_parts(op)
-    dtype = array.type.dtype
+    _, _, operands = atomic_parts(op)
+    kind, _, dtype = atomic_target(op)
     if not isinstance(dtype, (T.VectorType, T.MatrixType)):
         return cuda_ops.OP_EMITTERS[OpCode.ATOMIC](em, op)
-    address = cuda_ops.array_access(em, op, indices)
+    address = cuda_ops.atomic_address(em, op)
     pointer, old = f"kc_p{op.result.id}", f"kc_o{op.result.id}"
     suffix = "_f16" if dtype.dtype == T.float16 else ""
     em.line(f"{storage_type(dtype)}* const {pointer} = {address};")
@@ -105,7 +105,7 @@ def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
     names = [em.name(v) for v in operands]
     for k in range(dtype.count):
         parts = "".join(f", {from_storage(f'{v}.v[{k}]', dtype.dtype)}" for v in names)
-        result = f"kc_atomic_{op.attr}{suffix}(&{pointer}->v[{k}]{parts})"
+        result = f"kc_atomic_{kind}{suffix}(&{pointer}->v[{k}]{parts})"
         em.line(f"{old}.v[{k}] = {to_storage(result, dtype.dtype)};")
     return old
 

@@ -24,7 +24,7 @@ from kernelc.codegen.cuda_types import (
     member,
 )
 from kernelc.ir import nodes as ir
-from kernelc.ir.analysis import atomic_parts
+from kernelc.ir.analysis import atomic_parts, atomic_target
 from kernelc.ir.nodes import OpCode
 
 if TYPE_CHECKING:
@@ -243,15 +243,30 @@ def _array_shape(em: FunctionEmitter, op: ir.Op) -> str:
     return f"(kc_int32){em.name(op.args[0])}.shape[{op.attr}]"
 
 
-def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
-    array, indices, operands = atomic_parts(op)
-    dtype = array.type.dtype
-    if dtype == T.bool_ or not isinstance(dtype, T.ScalarType):
-        raise UnsupportedError(f"atomic_{op.attr} on an array of {dtype!r}")
+def atomic_address(em: FunctionEmitter, op: ir.Op) -> str:
+    """The address an ATOMIC op updates: the element, or one field of it (see
+    `atomic_target`)."""
+    array, indices, _ = atomic_parts(op)
     address = array_access(em, op, indices)
+    _, path, _ = atomic_target(op)
+    if not path:
+        return address
+    t, fields = array.type.dtype, ""
+    for k in path:
+        fields += member(t, k)
+        t = t.fields[k][1]
+    return f"&((*{address}){fields})"
+
+
+def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
+    _, _, operands = atomic_parts(op)
+    kind, _, dtype = atomic_target(op)
+    if dtype == T.bool_ or not isinstance(dtype, T.ScalarType):
+        raise UnsupportedError(f"atomic_{kind} on an array of {dtype!r}")
+    address = atomic_address(em, op)
     suffix = "_f16" if dtype == T.float16 else ""
     values = "".join(f", {em.name(v)}" for v in operands)
-    return f"kc_atomic_{op.attr}{suffix}({address}{values})"
+    return f"kc_atomic_{kind}{suffix}({address}{values})"
 
 
 def _load_address(em: FunctionEmitter, op: ir.Op) -> str:

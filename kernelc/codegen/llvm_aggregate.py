@@ -74,20 +74,17 @@ def op_insert_dyn(e, s: ir.Op):
     return whole
 
 
-def atomic_components(e, s: ir.Op, indices, operands: list, update):
-    """An atomic on an array of vectors/matrices: one atomic per component (`update`, the
+def atomic_components(e, kind: str, ptr, dtype, operands: list, update):
+    """An atomic on a vector/matrix at `ptr`: one atomic per component (`update`, the
     scalar lowering, given the component's pointer and operands); the result gathers the
     components' old values."""
-    arr = s.args[0]
-    dtype = arr.type.dtype
     b = e.b
-    ptr = e.element_ptr(arr, indices, s.loc)
     agg_type = llvm_type(dtype)
     old = ll.Constant(agg_type, None)
     for k in range(dtype.count):
         comp_ptr = b.gep(ptr, [I32(0), I32(k)], source_etype=agg_type)
         parts = [b.extract_value(whole, k) for whole in operands]
-        old = b.insert_value(old, update(e, s.attr, comp_ptr, dtype.dtype, parts), k)
+        old = b.insert_value(old, update(e, kind, comp_ptr, dtype.dtype, parts), k)
     return old
 
 

@@ -12,7 +12,7 @@ from kernelc.codegen import llvm_aggregate
 from kernelc.codegen import llvm_ops as ops
 from kernelc.codegen.llvm_ops import I32, I64, PTR, llvm_type
 from kernelc.ir import nodes as ir
-from kernelc.ir.analysis import atomic_parts
+from kernelc.ir.analysis import atomic_parts, atomic_target
 from kernelc.ir.nodes import OpCode
 
 Emitter = Any  # kernelc.codegen.llvm.FunctionEmitter (which imports this module)
@@ -89,12 +89,17 @@ def _cas_by_value(e: Emitter, ptr, dtype: T.ScalarType, compare, value):
 
 def _op_atomic(e: Emitter, s: ir.Op):
     arr, indices, operands = atomic_parts(s)
-    dtype = arr.type.dtype
+    kind, path, dtype = atomic_target(s)
     values = [e.v(v) for v in operands]
     update = _private_update if arr.id in e.private else atomic_update
+    ptr = e.element_ptr(arr, indices, s.loc)
+    outer = arr.type.dtype
+    for k in path:  # one field of an array-of-structs element
+        ptr = e.b.gep(ptr, [I32(0), I32(k)], source_etype=llvm_type(outer, memory=True))
+        outer = outer.fields[k][1]
     if isinstance(dtype, (T.VectorType, T.MatrixType)):  # component-wise, as in Warp
-        return llvm_aggregate.atomic_components(e, s, indices, values, update)
-    return update(e, s.attr, e.element_ptr(arr, indices, s.loc), dtype, values)
+        return llvm_aggregate.atomic_components(e, kind, ptr, dtype, values, update)
+    return update(e, kind, ptr, dtype, values)
 
 
 def _private_update(e: Emitter, kind: str, ptr, dtype: T.ScalarType, operands: list):

@@ -28,6 +28,7 @@ class CompileContext:
     _done: dict[tuple, ir.Function] = field(default_factory=dict)
     _in_progress: list[tuple] = field(default_factory=list)
     _next_id: int = 0  # unique IR names, also for same-named funcs lowered inside each other
+    autodiff: Any = None  # the adjoints made for `kc.grad(f)(...)` calls (autodiff.adjoint)
 
     def lower_func(self, func: Any, param_types: tuple[T.Type, ...], loc: Loc) -> ir.Function:
         key = (func, param_types)

@@ -97,6 +97,16 @@ def atomic_parts(op: ir.Op) -> tuple[ir.Value, tuple[ir.Value, ...], tuple[ir.Va
     return array, tuple(op.args[1:1 + ndim]), tuple(op.args[1 + ndim:])
 
 
+def atomic_target(op: ir.Op) -> tuple[str, tuple[int, ...], T.Type]:
+    """(kind, field path, updated type) of an ATOMIC op: the path is empty unless the op
+    updates one field of an array-of-structs element (gradients of struct arrays)."""
+    kind, path = (op.attr, ()) if isinstance(op.attr, str) else op.attr
+    t = op.args[0].type.dtype
+    for k in path:
+        t = t.fields[k][1]
+    return kind, path, t
+
+
 # How `reduction_targets` combines private copies, per atomic kind. Compare-and-swap and
 # exchange have no such combination (their result depends on the order of the updates).
 _COMBINE = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or",

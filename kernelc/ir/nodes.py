@@ -48,7 +48,8 @@ class OpCode(enum.Enum):
     ARRAY_LOAD = "array_load"  # args: (array, *indices)
     ARRAY_SHAPE = "array_shape"  # args: (array,); attr: axis
     # args: (array, *indices, *operands), operands (value,) or (compare, value) for "cas";
-    # attr: add|sub|min|max|and|or|xor|cas|exch; the result is the old value
+    # attr: add|sub|min|max|and|or|xor|cas|exch; the result is the old value. The attr
+    # (kind, path) updates the struct field at `path` (field indices) of the element.
     ATOMIC = "atomic"
     LOCAL_LOAD = "local_load"  # args: (index,); attr: Slot of a LocalArrayType
     CALL = "call"  # attr: builtin key (see kernelc.builtins)

@@ -20,9 +20,10 @@ import numpy as np
 
 from kernelc.runtime import memory
 from kernelc.runtime.array_grad import GradMixin, copy_grads, init_grad, view_grad
+from kernelc.runtime.array_struct import struct_fill_value, struct_host_data, struct_instances
 from kernelc.runtime.device import Device, get_device
 from kernelc.runtime.memory import Shapelike, contiguous_strides, element_layout, normalize_shape
-from kernelc.types import ArrayType, MatrixType, ScalarType, Type, VectorType, as_type
+from kernelc.types import ArrayType, MatrixType, ScalarType, StructType, Type, VectorType, as_type
 from kernelc.types import bool_ as _bool
 from kernelc.types import float32 as _float32
 from kernelc.types import int32 as _int32
@@ -38,7 +39,7 @@ class array(GradMixin):
 
     Args:
         data: Values to copy in: a list, tuple, NumPy array, kc.array, or anything NumPy
-            can convert.
+            can convert; for a struct dtype, also (nested) lists of struct instances.
         dtype: Element type (a kernelc scalar, vector or matrix type, `float`, `int`,
             `bool`, a NumPy dtype). `typing.Any` infers it from `data` (float64 data stays
             float64); without data it means float32, and a generic annotation.
@@ -176,6 +177,7 @@ class array(GradMixin):
 
     def _init_from_host(self, data: Any, dtype: Type | None, shape: Shapelike | None,
                         device: Devicelike, copy: bool) -> None:
+        data, dtype = struct_host_data(data, dtype)  # lists of struct instances
         try:
             if dtype is None:
                 host = np.asarray(data)
@@ -296,7 +298,10 @@ class array(GradMixin):
         return (1, 0) if self.device.is_cpu else (2, self.device.ordinal)
 
     def list(self) -> list[Any]:
-        """The elements, flattened, as a Python list (vectors and matrices as nested lists)."""
+        """The elements, flattened, as a Python list (vectors and matrices as nested lists,
+        structs as instances of their class)."""
+        if isinstance(self.dtype, StructType):
+            return struct_instances(self.dtype, self.numpy())
         _, inner = element_layout(self.dtype)
         return self.numpy().reshape((self.size, *inner)).tolist()
 
@@ -321,7 +326,8 @@ class array(GradMixin):
         self._require_memory("indexing")
         ptr, shape, strides = memory.index_layout(self.ptr, self.shape, self.strides, key)
         if not shape:  # fully indexed: read the one element (NumPy's rule; Warp refuses)
-            return self._view(ptr, (1,), (self.dtype.size,)).numpy()[0]
+            element = self._view(ptr, (1,), (self.dtype.size,))
+            return element.list()[0] if isinstance(self.dtype, StructType) else element.numpy()[0]
         grad = self._grad
         return view_grad(self._view(ptr, shape, strides), None if grad is None else grad[key])
 
@@ -376,10 +382,11 @@ class array(GradMixin):
         return self if target == self.device else clone(self, device=target)
 
     def fill_(self, value: Any) -> None:
-        """Sets every element to `value` (a scalar, or a vector/matrix of the element shape)."""
+        """Sets every element to `value` (a scalar, a vector/matrix of the element shape, or
+        a struct instance)."""
         self._require_memory("fill_()")
         np_dtype, inner = element_layout(self.dtype)
-        pattern = np.asarray(value, dtype=np_dtype)
+        pattern = np.asarray(struct_fill_value(self.dtype, value), dtype=np_dtype)
         if pattern.shape not in ((), inner):
             raise ValueError(f"cannot fill an array of {self.dtype!r} with a value of "
                              f"shape {pattern.shape}")
