@@ -53,8 +53,6 @@ from kernelc.runtime.memory import copy  # noqa: E402
 
 # ---- runtime: launch, compile, cache -----------------------------------------------------
 from kernelc.runtime.launch import launch, Launch  # noqa: E402
-from kernelc.autodiff.grad import grad  # noqa: E402
-from kernelc.autodiff.tape import Tape  # noqa: E402
 from kernelc.runtime.compiler import compile_kernel as compile, CompiledKernel  # noqa: E402,A001
 from kernelc.runtime.module import (  # noqa: E402
     clear_kernel_cache, constant, force_load, get_module_options, init, load_module,
@@ -92,6 +90,8 @@ from kernelc.timing.trace import trace_begin, trace_end, trace_export  # noqa: E
 # Modules whose public names (their `__all__`) load on first use: they define kernels and
 # funcs, which importing kernelc should not pay for.
 _LAZY_MODULES = (
+    "kernelc.autodiff.tape",  # Tape
+    "kernelc.autodiff.grad",  # grad
     "kernelc.lib.noise",
     "kernelc.lib.sampling",
     "kernelc.frontend.linalg_forms",

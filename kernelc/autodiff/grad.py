@@ -16,6 +16,8 @@ from kernelc.errors import KernelError
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
+__all__ = ["grad"]
+
 
 class GradOf:
     """What `kc.grad(f)` returns: callable with `f`'s arguments inside a kernel."""

@@ -25,6 +25,9 @@ from kernelc.runtime.context import get_runtime
 _TAPE_KEY = "tape"  # where the active tape lives: Runtime.extras (no module globals)
 
 
+__all__ = ["Tape"]
+
+
 class Tape:
     """Records kernel launches for reverse-mode automatic differentiation (Warp's `wp.Tape`).
 
