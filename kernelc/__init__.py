@@ -92,6 +92,7 @@ from kernelc.timing.trace import trace_begin, trace_end, trace_export  # noqa: E
 _LAZY_MODULES = (
     "kernelc.autodiff.tape",  # Tape
     "kernelc.autodiff.grad",  # grad
+    "kernelc.autodiff.custom",  # func_grad, adjoint
     "kernelc.lib.noise",
     "kernelc.lib.sampling",
     "kernelc.frontend.linalg_forms",
@@ -99,6 +100,7 @@ _LAZY_MODULES = (
     "kernelc.spatial.bvh",
     "kernelc.frontend.mesh_forms",
     "kernelc.optim._export",  # `kc.optim`, the optimisers
+    "kernelc.autograd._export",  # `kc.autograd`, gradient checks
 )
 
 

@@ -64,6 +64,7 @@ def gradient_func(ctx, callee: ir.Function) -> _AdjointFunc:
     if mad is None:
         mad = ctx.autodiff = _ModuleAD(ir.Module(callee, ()))
     mad.primal.update((f.name, f) for f in ctx.funcs)
+    mad.custom.update(ctx.custom_adjoints)
     info = mad.adjoint_func(callee.name)
     known = {f.name for f in ctx.funcs}
     ctx.funcs.extend(f for f in mad.out if f.name not in known)
@@ -89,6 +90,7 @@ class _ModuleAD:
 
     def __init__(self, module: ir.Module):
         self.primal = {f.name: f for f in module.funcs}
+        self.custom = dict(module.custom_adjoints)
         self.out: list[ir.Function] = []
         self.names: set[str] = set()
         self.replays: dict[str, str] = {}
@@ -98,7 +100,16 @@ class _ModuleAD:
     def is_gradient(self, name: str) -> bool:
         """Whether func `name` is the adjoint of another, called by `kc.grad` in the
         forward kernel: forward-only, so the backward kernel treats it as a constant."""
+        if any(grad.name == name for grad, _ in self.custom.values()):
+            return True
         return name.endswith(_ADJOINT_SUFFIX) and name[:-len(_ADJOINT_SUFFIX)] in self.primal
+
+    def require(self, fn: ir.Function) -> None:
+        """Emits `fn` after the funcs it calls (as they are: no replay)."""
+        for s in ir.walk(fn.body):
+            if isinstance(s, ir.Op) and s.opcode is OpCode.CALL_FUNC and s.attr not in self.names:
+                self.require(self.primal[s.attr])
+        self.emit(fn)
 
     def emit(self, fn: ir.Function) -> None:
         if fn.name not in self.names:
@@ -165,6 +176,12 @@ class _ModuleAD:
         found = self.adjoints.get(name)
         if found is not None:
             return found
+        if name in self.custom:  # a @kc.func_grad gradient
+            grad, diff = self.custom[name]
+            self.require(grad)
+            results = tuple(range(len(self.primal[name].return_types)))
+            info = self.adjoints[name] = _AdjointFunc(grad.name, diff, (), results)
+            return info
         fn = lower_exits(self.primal[name])
         ad = _FunctionAD(self, fn)
         diff = tuple(k for k, p in enumerate(fn.params) if differentiable(p.type))

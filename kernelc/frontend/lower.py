@@ -29,6 +29,8 @@ class CompileContext:
     _in_progress: list[tuple] = field(default_factory=list)
     _next_id: int = 0  # unique IR names, also for same-named funcs lowered inside each other
     autodiff: Any = None  # the adjoints made for `kc.grad(f)(...)` calls (autodiff.adjoint)
+    # func name -> (its `@kc.func_grad` gradient lowered, the parameters it differentiates)
+    custom_adjoints: dict[str, tuple[ir.Function, tuple[int, ...]]] = field(default_factory=dict)
 
     def lower_func(self, func: Any, param_types: tuple[T.Type, ...], loc: Loc) -> ir.Function:
         key = (func, param_types)
@@ -47,6 +49,12 @@ class CompileContext:
             self._in_progress.pop()
         self._done[key] = fn
         self.funcs.append(fn)
+        grad = getattr(func, "custom_grad", None)
+        if grad is not None:
+            from kernelc.autodiff.custom import lower_custom_grad
+
+            self.custom_adjoints[fn.name] = lower_custom_grad(self, grad, param_types,
+                                                              fn.return_types, loc)
         return fn
 
 
@@ -268,7 +276,7 @@ def lower_kernel(source: Source, param_types: tuple[T.Type, ...], name: str) -> 
     """The IR module of a kernel specialised for `param_types`."""
     ctx = CompileContext(kernel_name=source.name)
     kernel = FunctionLowerer(ctx, source, param_types, is_kernel=True, name=name).lower()
-    return ir.Module(kernel, tuple(ctx.funcs))
+    return ir.Module(kernel, tuple(ctx.funcs), tuple(ctx.custom_adjoints.items()))
 
 
 def is_generic(annotation: Any) -> bool:

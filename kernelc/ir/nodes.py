@@ -219,6 +219,9 @@ class Module:
 
     kernel: Function
     funcs: tuple[Function, ...] = field(default=())
+    # (func name, (its custom gradient func, the indices of the parameters it returns the
+    # gradients of)) for funcs with a `@kc.func_grad`; only backward kernels use them.
+    custom_adjoints: tuple[tuple[str, tuple[Function, tuple[int, ...]]], ...] = field(default=())
 
     def func(self, name: str) -> Function:
         for f in self.funcs:
