@@ -1,0 +1,502 @@
+"""The reverse sweep of one function: its forward replay, then its statements reversed.
+
+See `adjoint.py` for the whole transform. `FunctionAD` builds the body of a backward kernel
+or of an adjoint func; `rules.py` holds what each op contributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelc import types as T
+from kernelc.autodiff import rules
+from kernelc.autodiff.exits import is_tail_break, max_id
+from kernelc.autodiff.values import add, differentiable, has_arrays, zero
+from kernelc.errors import KernelError
+from kernelc.frontend.builder import IRBuilder
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+
+@dataclass
+class LoopInfo:
+    counter: ir.Slot
+    snapshots: list[tuple[ir.Slot, ir.Slot]]  # (carried slot, its copy before the loop)
+    replay_all: bool
+
+
+class FunctionAD:
+    """Builds the body of one backward kernel or adjoint func."""
+
+    def __init__(self, mad, fn: ir.Function):
+        self.mad = mad
+        self.fn = fn
+        self.b = IRBuilder()
+        self.b._next_id = max_id(fn)
+        self.b.slots = list(fn.slots)
+        self.env: dict[int, ir.Value] = {}
+        self.shadow: dict[int, ir.Value] = {}
+        self.param_bit: dict[int, int] = {}
+        self.mask: ir.Value | None = None
+        self.in_if: set[int] = set()
+        self._mark_in_if(fn.body, False)
+        # Slots read somewhere: only those need their stores differentiated.
+        self.loaded = {s.attr.id for s in ir.walk(fn.body) if isinstance(s, ir.Op)
+                       and s.opcode in (OpCode.LOAD_SLOT, OpCode.LOCAL_LOAD)}
+        self.stash: dict[int, ir.Slot] = {}
+        self.stash_shadow: dict[int, ir.Slot] = {}
+        self.shadow_slots: dict[int, ir.Slot] = {}
+        self.adj_values: dict[int, ir.Slot] = {}
+        self.adj_elements: dict[tuple[int, int], ir.Slot] = {}
+        self.adj_slots: dict[int, ir.Slot] = {}
+        self.loops: dict[int, LoopInfo] = {}
+        self.returned: tuple[ir.Value, ...] = ()
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def _mark_in_if(self, block: ir.Block, inside: bool) -> None:
+        for s in block:
+            if isinstance(s, ir.Op) and s.result is not None and inside:
+                self.in_if.add(s.result.id)
+            elif isinstance(s, ir.If):
+                self._mark_in_if(s.then_body, True)
+                self._mark_in_if(s.else_body, True)
+            elif isinstance(s, ir.For):
+                self._mark_in_if(s.body, False)
+            elif isinstance(s, ir.While):
+                self._mark_in_if(s.cond_body, False)
+                self._mark_in_if(s.body, False)
+
+    def new_slot(self, name: str, t: T.Type) -> ir.Slot:
+        return self.b.new_slot(name, t)
+
+    def val(self, v: ir.Value) -> ir.Value:
+        """The current replayed value of primal value `v`."""
+        slot = self.stash.get(v.id)
+        if slot is not None:
+            return self.b.load(slot)
+        found = self.env.get(v.id)
+        if found is None:
+            raise KernelError(f"internal error: {v!r} has no replayed value",
+                              self.fn.loc, self.fn.name)
+        return found
+
+    def sh(self, v: ir.Value) -> ir.Value | None:
+        """The gradient counterpart (shadow) of an array or array-holding struct value."""
+        slot = self.stash_shadow.get(v.id)
+        if slot is not None:
+            return self.b.load(slot)
+        return self.shadow.get(v.id)
+
+    def adj_value_slot(self, v: ir.Value) -> ir.Slot:
+        slot = self.adj_values.get(v.id)
+        if slot is None:
+            slot = self.adj_values[v.id] = self.new_slot(f"adj{v.id}", v.type)
+        return slot
+
+    def adj_slot(self, slot: ir.Slot) -> ir.Slot:
+        found = self.adj_slots.get(slot.id)
+        if found is None:
+            found = self.adj_slots[slot.id] = self.new_slot(f"adj_{slot.name}", slot.type)
+        return found
+
+    def acc(self, v: ir.Value, delta: ir.Value) -> None:
+        """adj(v) += delta."""
+        if not differentiable(v.type):
+            return
+        slot = self.adj_value_slot(v)
+        self.b.store(slot, add(self.b, self.b.load(slot), delta))
+
+    def acc_element(self, v: ir.Value, k: int, delta: ir.Value) -> None:
+        """adj(v)[k] += delta for element k of a func's tuple of results."""
+        key = (v.id, k)
+        slot = self.adj_elements.get(key)
+        if slot is None:
+            slot = self.adj_elements[key] = self.new_slot(f"adj{v.id}_{k}", delta.type)
+        self.b.store(slot, add(self.b, self.b.load(slot), delta))
+
+    def store_bit(self, array: ir.Value) -> int | None:
+        """The mask bit of a kernel's array parameter (None for other arrays)."""
+        return self.param_bit.get(array.id)
+
+    # -- the whole body ---------------------------------------------------------------------
+
+    def run(self, seeds: dict[int, ir.Value] | None = None,
+            returns: list[ir.Value] | None = None) -> tuple[ir.Stmt, ...]:
+        b = self.b
+        b.loc = self.fn.loc
+        with b.region() as forward:
+            self.fwd_block(self.fn.body)
+        with b.region() as reverse:
+            b.loc = self.fn.loc
+            for k, seed in (seeds or {}).items():
+                self.acc(self.returned[k], seed)
+            self.rev_block(self.fn.body)
+            if returns is not None:
+                values = []
+                for p in returns:
+                    slot = self.adj_values.get(p.id)
+                    values.append(b.load(slot) if slot is not None else zero(b, p.type))
+                b.append(ir.Return(self.fn.loc, tuple(values)))
+        with b.region() as init:  # every adjoint starts at zero
+            b.loc = self.fn.loc
+            for slot in [*self.adj_values.values(), *self.adj_elements.values(),
+                         *self.adj_slots.values()]:
+                self.zero_slot(slot)
+        return (*init, *forward, *reverse)
+
+    def zero_slot(self, slot: ir.Slot) -> None:
+        b = self.b
+        if isinstance(slot.type, T.LocalArrayType):
+            self.fill_local(slot, None)
+        else:
+            b.store(slot, zero(b, slot.type))
+
+    def fill_local(self, dest: ir.Slot, src: ir.Slot | None) -> None:
+        """dest[:] = src[:] (or 0) for local arrays, as a loop."""
+        b = self.b
+        i = b.new_value(T.int32)
+        with b.region() as body:
+            x = zero(b, dest.type.dtype) if src is None else \
+                b.op(OpCode.LOCAL_LOAD, (i,), src.type.dtype, src)
+            b.append(ir.LocalStore(b.loc, dest, i, x))
+        b.append(ir.For(b.loc, i, b.const(0, T.int32), b.const(dest.type.length, T.int32),
+                        b.const(1, T.int32), tuple(body)))
+
+    def copy_slot(self, dest: ir.Slot, src: ir.Slot) -> None:
+        if isinstance(src.type, T.LocalArrayType):
+            self.fill_local(dest, src)
+        else:
+            self.b.store(dest, self.b.load(src))
+
+    # -- forward replay ---------------------------------------------------------------------
+
+    def fwd_block(self, block: ir.Block, skip_tail: bool = False) -> None:
+        for s in block:
+            if skip_tail and is_tail_break(s):
+                continue
+            self.fwd_stmt(s)
+
+    def fwd_stmt(self, s: ir.Stmt) -> None:
+        b = self.b
+        b.loc = s.loc
+        if isinstance(s, ir.Op):
+            self.fwd_op(s)
+        elif isinstance(s, ir.StoreSlot):
+            b.store(s.slot, self.val(s.value))
+            if has_arrays(s.slot.type):
+                shadow = self.sh(s.value)
+                if shadow is not None:
+                    b.store(self.shadow_slot(s.slot), shadow)
+        elif isinstance(s, ir.LocalStore):
+            b.append(ir.LocalStore(s.loc, s.slot, self.val(s.index), self.val(s.value)))
+        elif isinstance(s, ir.If):
+            cond = self.val(s.cond)
+            with b.region() as then_body:
+                self.fwd_block(s.then_body)
+            with b.region() as else_body:
+                self.fwd_block(s.else_body)
+            b.append(ir.If(s.loc, cond, tuple(then_body), tuple(else_body)))
+        elif isinstance(s, ir.For):
+            self.fwd_for(s)
+        elif isinstance(s, ir.While):
+            self.fwd_while(s)
+        elif isinstance(s, ir.Break):
+            b.append(ir.Break(s.loc))
+        elif isinstance(s, ir.Return):
+            self.returned = s.values
+        # Array stores, prints and asserts happened in the forward launch.
+
+    def shadow_slot(self, slot: ir.Slot) -> ir.Slot:
+        found = self.shadow_slots.get(slot.id)
+        if found is None:
+            found = self.shadow_slots[slot.id] = self.new_slot(f"grad_{slot.name}", slot.type)
+        return found
+
+    def fwd_op(self, s: ir.Op) -> None:
+        b = self.b
+        args = [self.val(a) for a in s.args]
+        rtype = s.result.type if s.result is not None else T.void
+        if s.opcode is OpCode.ATOMIC:
+            if s.result is None:
+                return
+            nd = s.args[0].type.ndim
+            new = b.op(OpCode.ARRAY_LOAD, args[:1 + nd], rtype)
+        elif s.opcode is OpCode.CALL_FUNC:
+            new = b.op(OpCode.CALL_FUNC, args, rtype, self.mad.replay_name(s.attr))
+        else:
+            new = b.op(s.opcode, args, rtype, s.attr)
+        if s.result is None:
+            return
+        rid = s.result.id
+        self.env[rid] = new
+        shadow = self.fwd_shadow(s) if has_arrays(rtype) else None
+        if shadow is not None:
+            self.shadow[rid] = shadow
+        if rid in self.in_if and not isinstance(rtype, (T.TupleType, T.LocalArrayType)):
+            slot = self.stash.get(rid) or self.new_slot(f"stash{rid}", rtype)
+            b.store(slot, new)
+            self.stash[rid] = slot
+            if shadow is not None:
+                sslot = self.stash_shadow.get(rid) or self.new_slot(f"stash_grad{rid}", rtype)
+                b.store(sslot, shadow)
+                self.stash_shadow[rid] = sslot
+
+    def fwd_shadow(self, s: ir.Op) -> ir.Value | None:
+        """The shadow of an array-valued op's result, computed alongside it."""
+        b = self.b
+        op = s.opcode
+        t = s.result.type
+        if op is OpCode.LOAD_SLOT:
+            found = self.shadow_slots.get(s.attr.id)
+            return b.load(found) if found is not None else None
+        if op is OpCode.EXTRACT and has_arrays(s.args[0].type):
+            src = self.sh(s.args[0])
+            return None if src is None else b.op(OpCode.EXTRACT, (src,), t, s.attr)
+        if op is OpCode.SELECT:
+            x, y = self.sh(s.args[1]), self.sh(s.args[2])
+            if x is None or y is None:
+                return None
+            return b.op(OpCode.SELECT, (self.val(s.args[0]), x, y), t)
+        if op in (OpCode.BUILD, OpCode.INSERT):
+            parts = []
+            for a in s.args:
+                if has_arrays(a.type):
+                    shadow = self.sh(a)
+                    if shadow is None:
+                        return None
+                    parts.append(shadow)
+                else:
+                    parts.append(self.val(a))
+            return b.op(op, parts, t, s.attr)
+        return None
+
+    def loop_info(self, s: ir.For | ir.While) -> LoopInfo:
+        found = self.loops.get(id(s))
+        if found is not None:
+            return found
+        blocks = (s.body,) if isinstance(s, ir.For) else (s.cond_body, s.body)
+        stored = {x.slot.id: x.slot for blk in blocks for x in ir.walk(blk)
+                  if isinstance(x, (ir.StoreSlot, ir.LocalStore))}
+        if isinstance(s, ir.While):
+            carried, replay_all = set(stored), True
+        else:
+            carried = _read_before_written(s.body) & set(stored)
+            replay_all = bool(carried) and _needs_carried(s.body, carried)
+        snapshots = []
+        if replay_all:
+            for sid in sorted(carried):
+                slot = stored[sid]
+                snapshots.append((slot, self.new_slot(f"before_{slot.name}", slot.type)))
+                if has_arrays(slot.type):
+                    shadow = self.shadow_slot(slot)
+                    snapshots.append((shadow, self.new_slot(f"before_{shadow.name}",
+                                                            shadow.type)))
+        info = LoopInfo(self.new_slot("trips", T.int32), snapshots, replay_all)
+        self.loops[id(s)] = info
+        return info
+
+    def fwd_for(self, s: ir.For) -> None:
+        b = self.b
+        info = self.loop_info(s)
+        b.store(info.counter, b.const(0, T.int32))
+        for slot, copy in info.snapshots:
+            self.copy_slot(copy, slot)
+        start, stop, step = self.val(s.start), self.val(s.stop), self.val(s.step)
+        var = b.new_value(s.var.type)
+        with b.region() as body:
+            self.env[s.var.id] = var
+            self._count(info)
+            self.fwd_block(s.body)
+        b.append(ir.For(s.loc, var, start, stop, step, tuple(body)))
+
+    def fwd_while(self, s: ir.While) -> None:
+        b = self.b
+        info = self.loop_info(s)
+        b.store(info.counter, b.const(0, T.int32))
+        for slot, copy in info.snapshots:
+            self.copy_slot(copy, slot)
+        with b.region() as cond_body:
+            self.fwd_block(s.cond_body)
+        cond = self.val(s.cond)
+        with b.region() as body:
+            self._count(info)
+            self.fwd_block(s.body)
+        b.append(ir.While(s.loc, tuple(cond_body), cond, tuple(body)))
+
+    def _count(self, info: LoopInfo) -> None:
+        b = self.b
+        n = b.load(info.counter)
+        b.store(info.counter, b.op(OpCode.ADD, (n, b.const(1, T.int32)), T.int32))
+
+    # -- reverse sweep ----------------------------------------------------------------------
+
+    def rev_block(self, block: ir.Block) -> None:
+        for s in reversed(block):
+            self.rev_stmt(s)
+
+    def rev_stmt(self, s: ir.Stmt) -> None:
+        b = self.b
+        b.loc = s.loc
+        if isinstance(s, ir.Op):
+            self.rev_op(s)
+        elif isinstance(s, ir.StoreSlot):
+            if differentiable(s.slot.type) and s.slot.id in self.loaded:
+                adj = self.adj_slot(s.slot)
+                self.acc(s.value, b.load(adj))
+                b.store(adj, zero(b, s.slot.type))
+        elif isinstance(s, ir.LocalStore):
+            if differentiable(s.slot.type.dtype) and s.slot.id in self.loaded:
+                adj = self.adj_slot(s.slot)
+                index = self.val(s.index)
+                self.acc(s.value, b.op(OpCode.LOCAL_LOAD, (index,), s.slot.type.dtype, adj))
+                b.append(ir.LocalStore(s.loc, adj, index, zero(b, s.slot.type.dtype)))
+        elif isinstance(s, ir.ArrayStore):
+            rules.array_store(self, s)
+        elif isinstance(s, ir.If):
+            cond = self.val(s.cond)
+            with b.region() as then_body:
+                self.rev_block(s.then_body)
+            with b.region() as else_body:
+                self.rev_block(s.else_body)
+            if then_body or else_body:
+                b.append(ir.If(s.loc, cond, tuple(then_body), tuple(else_body)))
+        elif isinstance(s, (ir.For, ir.While)):
+            self.rev_loop(s)
+
+    def rev_op(self, s: ir.Op) -> None:
+        if s.opcode is OpCode.CALL_FUNC:
+            self.rev_call(s)
+            return
+        if s.opcode is OpCode.ATOMIC:
+            rules.atomic(self, s)
+            return
+        r = s.result
+        if r is None or r.id not in self.adj_values:
+            return  # no gradient reached this value
+        slot = self.adj_values[r.id]
+        g = self.b.load(slot)
+        rules.apply(self, s, g)
+        self.b.store(slot, zero(self.b, r.type))  # ready for the next iteration of a loop
+
+    def rev_call(self, s: ir.Op) -> None:
+        if self.mad.is_gradient(s.attr):
+            return
+        b = self.b
+        info = self.mad.adjoint_func(s.attr)
+        r = s.result
+        fn = self.mad.primal[s.attr]
+        if isinstance(r.type if r is not None else None, T.TupleType):
+            keys = [(r.id, k) for k in info.diff_results]
+            reached = any(k in self.adj_elements for k in keys)
+        else:
+            reached = r is not None and r.id in self.adj_values
+        if not info.shadow_params and not (reached and info.diff_params):
+            return
+        args = [self.val(a) for a in s.args]
+        for k in info.shadow_params:
+            shadow = self.sh(s.args[k])
+            if shadow is None:
+                raise KernelError(f"cannot differentiate the call of '{s.attr}': the "
+                                  f"gradient of its argument {fn.param_names[k]!r} is not "
+                                  f"known here", s.loc, self.fn.name)
+            args.append(shadow)
+        for k in info.diff_results:
+            t = fn.return_types[k]
+            if isinstance(r.type, T.TupleType):
+                slot = self.adj_elements.get((r.id, k))
+            else:
+                slot = self.adj_values.get(r.id)
+            args.append(b.load(slot) if slot is not None else zero(b, t))
+        out_types = [s.args[k].type for k in info.diff_params]
+        rtype = T.void if not out_types else out_types[0] if len(out_types) == 1 \
+            else T.TupleType(tuple(out_types))
+        grads = b.op(OpCode.CALL_FUNC, args, rtype, info.name)
+        for j, k in enumerate(info.diff_params):
+            g = grads if len(out_types) == 1 else \
+                b.op(OpCode.EXTRACT, (grads,), out_types[j], j)
+            self.acc(s.args[k], g)
+        if r is not None and isinstance(r.type, T.TupleType):
+            for k in info.diff_results:
+                slot = self.adj_elements.get((r.id, k))
+                if slot is not None:
+                    b.store(slot, zero(b, slot.type))
+        elif r is not None and r.id in self.adj_values:
+            b.store(self.adj_values[r.id], zero(b, r.type))
+
+    def rev_loop(self, s: ir.For | ir.While) -> None:
+        """Iterations backwards, each recomputed (after replaying the ones before it from
+        the snapshot, when they carry state it needs) and then reversed."""
+        b = self.b
+        info = self.loop_info(s)
+        is_for = isinstance(s, ir.For)
+        n = b.load(info.counter)
+        one = b.const(1, T.int32)
+        rev = b.new_value(T.int32)
+        with b.region() as body:
+            last = b.op(OpCode.SUB, (n, one), T.int32)
+            t = b.op(OpCode.SUB, (last, rev), T.int32)
+            if info.replay_all:
+                for slot, copy in info.snapshots:
+                    self.copy_slot(slot, copy)
+                m = b.new_value(T.int32)
+                with b.region() as replay:
+                    self.recompute(s, m)
+                b.append(ir.For(s.loc, m, b.const(0, T.int32), t, one, tuple(replay)))
+            self.recompute(s, t)
+            self.rev_block(s.body)
+            if not is_for:
+                self.rev_block(s.cond_body)
+        b.append(ir.For(s.loc, rev, b.const(0, T.int32), n, one, tuple(body)))
+
+    def recompute(self, s: ir.For | ir.While, index: ir.Value) -> None:
+        """The forward of iteration `index` (counted from 0) of loop `s`."""
+        b = self.b
+        if isinstance(s, ir.For):
+            vt = s.var.type
+            k = b.cast(index, vt)
+            self.env[s.var.id] = b.op(
+                OpCode.ADD, (self.val(s.start),
+                             b.op(OpCode.MUL, (k, self.val(s.step)), vt)), vt)
+        else:
+            self.fwd_block(s.cond_body)
+        self.fwd_block(s.body, skip_tail=True)
+
+
+def _read_before_written(body: ir.Block) -> set[int]:
+    """Slots an iteration may read before it writes them (the loop-carried ones)."""
+    killed: set[int] = set()
+    read: set[int] = set()
+    for s in body:
+        for x in ir.walk((s,)):
+            if isinstance(x, ir.Op) and x.opcode in (OpCode.LOAD_SLOT, OpCode.LOCAL_LOAD) \
+                    and x.attr.id not in killed:
+                read.add(x.attr.id)
+        if isinstance(s, ir.StoreSlot):
+            killed.add(s.slot.id)
+    return read
+
+
+def _needs_carried(body: ir.Block, carried: set[int]) -> bool:
+    """Whether the reverse of an iteration uses a value computed from carried slots."""
+    tainted_slots = set(carried)
+    tainted: set[int] = set()
+    stmts = list(ir.walk(body))
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if isinstance(s, ir.Op) and s.result is not None and s.result.id not in tainted:
+                if (s.opcode in (OpCode.LOAD_SLOT, OpCode.LOCAL_LOAD)
+                        and s.attr.id in tainted_slots) or any(a.id in tainted for a in s.args):
+                    tainted.add(s.result.id)
+                    changed = True
+            elif isinstance(s, (ir.StoreSlot, ir.LocalStore)) and s.value.id in tainted \
+                    and s.slot.id not in tainted_slots:
+                tainted_slots.add(s.slot.id)
+                changed = True
+    for s in stmts:
+        for v in rules.needed(s):
+            if v.id in tainted:
+                return True
+    return False
