@@ -170,6 +170,7 @@ def test_verbose_reports_compiled_then_cached(capsys, tmp_path):
     try:
         kc.launch(verbose_case, 1, inputs=[kc.zeros(1, dtype=int)])
         verbose_case.compiled.clear()  # drop the memory cache: the next load reads the disk
+        verbose_case.last_launch = None  # and the packing a new array could reuse
         a = kc.zeros(1, dtype=int)
         kc.launch(verbose_case, 1, inputs=[a])
     finally:
@@ -190,6 +191,7 @@ def test_clear_kernel_cache(tmp_path):
     kc.clear_kernel_cache()
     assert not cache.exists() or not any(cache.iterdir())
     clear_case.compiled.clear()
+    clear_case.last_launch = None
     a = kc.zeros(1, dtype=int)
     kc.launch(clear_case, 1, inputs=[a])  # recompiles into a fresh directory
     assert a.numpy().tolist() == [9] and any(p.suffix == ".o" for p in cache.iterdir())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -202,6 +203,9 @@ class Launch:
         self.values = list(values)  # keeps the arrays alive while the packed pointers exist
         self.size = math.prod(dims)
         self.error = ErrorRecord()
+        # Only the thread that made it rewrites its packed arguments: another thread may be
+        # running it at that moment.
+        self.thread = threading.get_ident()
         self._repack()
 
     def set_param_at_index(self, index: int, value: Any) -> None:
@@ -243,7 +247,18 @@ class Launch:
         self.size = math.prod(self.dims)
         self._repack()
 
+    def array_words(self, index: int):
+        """The packed array argument `index` as 64-bit words: data, shape, strides."""
+        words = self._words.get(index)
+        if words is None:
+            nd = self.compiled.params[index].ndim
+            offset = getattr(type(self.args), f"p{index}").offset
+            words = (ctypes.c_int64 * (1 + 2 * nd)).from_buffer(self.args, offset)
+            self._words[index] = words
+        return words
+
     def _repack(self) -> None:
+        self._words: dict[int, Any] = {}
         self.args = pack_args(self.compiled, self.values, self.dims)
         self.args.error = ctypes.addressof(self.error)
         self._args_ptr = ctypes.addressof(self.args)
@@ -490,31 +505,77 @@ def _run_or_capture(kernel, cmd: Launch) -> None:
 
 def _same_or_repacked(kernel, last: tuple, values: list) -> bool:
     """Whether a launch can reuse the last one's packed arguments: every argument is the
-    same object, or a Python number replacing one of the same Python type for a scalar
-    parameter of a CPU launch (a time or position passed each substep), which is then
-    checked and written into the packed arguments."""
+    same object, or, for a CPU launch, a Python number replacing one of the same Python
+    type (a time passed each substep) or an array replacing an array of the same type
+    (buffers swapped each substep), which are then checked like any launch's arguments
+    and written into the packed arguments."""
     prev, cmd = last[3], last[4]
     changed = [i for i, (a, b) in enumerate(zip(prev, values)) if a is not b]
     if not changed:
         return True
-    if not (isinstance(cmd, Launch) and cmd.device.is_cpu) or cmd.expand is not None:
+    if not (isinstance(cmd, Launch) and cmd.device.is_cpu) or cmd.expand is not None \
+            or cmd.thread != threading.get_ident():
         return False
+    array = _array_class()
     params = cmd.compiled.params
+    swapped = []
     for i in changed:
         kind = type(values[i])
-        if (kind is not float and kind is not int) or type(prev[i]) is not kind \
+        if isinstance(params[i], T.ArrayType):
+            if not (isinstance(values[i], array) and isinstance(prev[i], array)):
+                return False
+            swapped.append(i)
+        elif (kind is not float and kind is not int) or type(prev[i]) is not kind \
                 or not isinstance(params[i], T.ScalarType):
             return False
     names = kernel.arg_names
     for i in changed:  # the full check of a launch, for these arguments only
-        t = arg_type(kernel, names[i], kernel.param_types[i], values[i], cmd.device)
-        if t != params[i]:
+        v, p = values[i], prev[i]
+        if i in swapped:
+            # An array like the one it replaces has the type that one was checked to have.
+            alike = (v.dtype is p.dtype or v.dtype == p.dtype) and v.ndim == p.ndim \
+                and v.device is p.device and type(v) is type(p)
+            if not alike and arg_type(kernel, names[i], kernel.param_types[i], v,
+                                      cmd.device) != params[i]:
+                return False
+            size = params[i].dtype.size
+            if any(st % size for st in v.strides):
+                return False  # the slow path reports it
+            continue
+        if arg_type(kernel, names[i], kernel.param_types[i], v, cmd.device) != params[i]:
             return False
+    if swapped and cmd.compiled.private_params:
+        new_values = list(cmd.values)
+        for i in swapped:
+            new_values[i] = values[i]
+        if _overlapping(new_values, params):
+            return False  # compiled for arrays that share no memory
     for i in changed:
-        setattr(cmd.args, f"p{i}", _scalar_bits(params[i], values[i]))
-        cmd.values[i] = values[i]
+        v = values[i]
+        if i in swapped:  # the packed array: data pointer, shape, byte strides
+            words = cmd.array_words(i)
+            nd = params[i].ndim
+            words[0] = v.ptr
+            for k in range(nd):
+                words[1 + k] = v.shape[k]
+                words[1 + nd + k] = v.strides[k]
+        else:
+            setattr(cmd.args, f"p{i}", _scalar_bits(params[i], v))
+        cmd.values[i] = v
     kernel.last_launch = (*last[:3], values, cmd)
     return True
+
+
+_ARRAY_CLASS = None
+
+
+def _array_class():
+    global _ARRAY_CLASS
+    if _ARRAY_CLASS is None:
+        from kernelc.runtime.array import array
+
+        _ARRAY_CLASS = array
+    return _ARRAY_CLASS
 
 
 def _module_block_dim(kernel) -> int | None:
@@ -525,16 +586,25 @@ def _module_block_dim(kernel) -> int | None:
 
 def _overlapping(values, types) -> bool:
     """Whether any two array arguments share memory (then no array is thread-private)."""
-    spans = []
-    for v, t in zip(values, types):
-        if isinstance(t, T.ArrayType) and v is not None:
-            lo = hi = v.ptr
-            for n, s in zip(v.shape, v.strides):
-                reach = (n - 1) * s if n else 0
-                lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
-            spans.append((lo, hi + t.dtype.size))
+    spans = [_span(v, t.dtype.size) for v, t in zip(values, types)
+             if isinstance(t, T.ArrayType) and v is not None]
     spans.sort()
     return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+
+
+def _span(v, itemsize: int) -> tuple[int, int]:
+    """The byte range an array's elements cover (kept on the array: its layout is fixed)."""
+    found = getattr(v, "_kc_span", None)
+    if found is not None and found[0] == itemsize:
+        return found[1]
+    lo = hi = v.ptr
+    for n, s in zip(v.shape, v.strides):
+        reach = (n - 1) * s if n else 0
+        lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
+    span = (lo, hi + itemsize)
+    if hasattr(v, "__dict__"):
+        v._kc_span = (itemsize, span)
+    return span
 
 
 def _check_strides(kernel, names, types, values) -> None:

@@ -1,0 +1,75 @@
+"""Repeated CPU launches reuse the last packing: same arguments, new Python numbers, or
+arrays swapped for arrays of the same type (a simulation's ping-pong buffers). Each case
+is checked against NumPy, and changes that need a new packing must still get one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernelc as kc
+from kernelc.errors import KernelError
+
+
+@kc.kernel
+def blend(a: kc.array2d(dtype=float), b: kc.array2d(dtype=float), out: kc.array2d(dtype=float),
+          wa: float, wb: float):
+    i, j = kc.tid()
+    out[i, j] = a[i, j] * wa + b[i, j] * wb
+
+
+@kc.kernel
+def accumulate(x: kc.array(dtype=float), out: kc.array(dtype=float)):
+    i = kc.tid()
+    kc.atomic_add(out, i, x[i])  # out is thread-private: plain adds unless it aliases x
+
+
+def _arrays(rng, n, shape):
+    return [kc.array(rng.uniform(-1, 1, shape).astype(np.float32)) for _ in range(n)]
+
+
+def test_swapped_buffers_and_numbers(rng):
+    bufs = _arrays(rng, 3, (33, 17))
+    ref = [b.numpy().astype(np.float64) for b in bufs]
+    for step in range(7):  # rotate the three buffers, as a wave simulation does
+        a, b, out = (step % 3, (step + 1) % 3, (step + 2) % 3)
+        wa, wb = 0.5 + 0.01 * step, -0.25
+        kc.launch(blend, (33, 17), [bufs[a], bufs[b], bufs[out], wa, wb])
+        ref[out] = ref[a] * np.float32(wa) + ref[b] * np.float32(wb)
+        np.testing.assert_allclose(bufs[out].numpy(), ref[out], rtol=1e-5, atol=1e-6)
+
+
+def test_swapped_in_strided_view(rng):
+    a, b = _arrays(rng, 2, (8, 6))
+    big = kc.array(rng.uniform(-1, 1, (8, 12)).astype(np.float32))
+    out = kc.full((8, 6), np.nan, dtype=float)
+    kc.launch(blend, (8, 6), [a, b, out, 1.0, 1.0])
+    view = big[:, ::2]  # same type, other strides
+    kc.launch(blend, (8, 6), [view, b, out, 1.0, 1.0])
+    np.testing.assert_allclose(out.numpy(), big.numpy()[:, ::2] + b.numpy(), rtol=1e-6)
+
+
+def test_swapped_in_array_of_another_type_is_rejected(rng):
+    a, b, out = _arrays(rng, 3, (4, 4))
+    kc.launch(blend, (4, 4), [a, b, out, 1.0, 1.0])
+    wrong = kc.zeros((4, 4), dtype=kc.float64)
+    with pytest.raises(KernelError, match="'a'"):
+        kc.launch(blend, (4, 4), [wrong, b, out, 1.0, 1.0])
+    flat = kc.zeros(16, dtype=float)
+    with pytest.raises(KernelError, match="'b'"):
+        kc.launch(blend, (4, 4), [a, flat, out, 1.0, 1.0])
+
+
+def test_swapped_in_alias_gets_atomic_code(rng):
+    n = 4096
+    x = kc.array(rng.uniform(0.5, 1.5, n).astype(np.float32))
+    out = kc.zeros(n, dtype=float)
+    kc.launch(accumulate, n, [x, out])
+    np.testing.assert_allclose(out.numpy(), x.numpy())
+    # Now `out` is `x` itself: the packing must not keep the plain-add code silently.
+    before = x.numpy().copy()
+    kc.launch(accumulate, n, [x, x])
+    np.testing.assert_allclose(x.numpy(), 2 * before)
+    fresh = kc.zeros(n, dtype=float)
+    kc.launch(accumulate, n, [x, fresh])
+    np.testing.assert_allclose(fresh.numpy(), x.numpy())
