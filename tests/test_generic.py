@@ -184,3 +184,21 @@ def test_misuse_is_a_kernel_error_at_the_right_column(kernel, at, message):
     where = f"{inspect.getsourcefile(kernel.func)}:{first + offset}:{lines[offset].index(at) + 1}:"
     assert where in text, text
     assert re.search(message, text), text
+
+
+@kc.kernel
+def scale_by_literal(a: kc.array(dtype=Any), out: kc.array(dtype=Any)):
+    i = kc.tid()
+    out[i] = a[i] * a.dtype(2.5) + out.dtype(1)
+
+
+def test_array_dtype_converts_in_generic_kernels(rng):
+    for dtype in (kc.float32, kc.float64, kc.int32):
+        data = rng.uniform(1, 9, 5).astype(kc.types.dtype_to_numpy(dtype))
+        a = kc.array(data, dtype=dtype)
+        out = kc.full(5, 77, dtype=dtype)
+        kc.launch(scale_by_literal, 5, [a, out])
+        if dtype == kc.int32:  # int32(2.5) truncates to 2
+            np.testing.assert_array_equal(out.numpy(), data * 2 + 1)
+        else:
+            np.testing.assert_allclose(out.numpy(), data * 2.5 + 1, rtol=1e-6)

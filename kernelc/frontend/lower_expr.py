@@ -110,6 +110,8 @@ class ExprLowering:
             return self.from_python(getattr(base.obj, node.attr), node)
         if isinstance(base, Val) and isinstance(base.type, T.ArrayType) and node.attr == "shape":
             return ShapeRef(base)
+        if isinstance(base, Val) and isinstance(base.type, T.ArrayType) and node.attr == "dtype":
+            return PyObj(base.type.dtype)  # `a.dtype(x)` converts, as in Warp's generic code
         return self.value_attribute(base, node.attr, node)
 
     def value_attribute(self, base: Any, attr: str, node: ast.AST):
