@@ -18,6 +18,7 @@ from kernelc import types as T
 from kernelc.autodiff.values import add, differentiable, neg, zero
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
+from kernelc.ir.passes.rewrite import operands
 
 # -- what the reverse sweep reads of the forward ------------------------------------------------
 
@@ -39,12 +40,8 @@ def needed(s: ir.Stmt) -> tuple[ir.Value, ...]:
         if s.opcode is OpCode.LOCAL_LOAD:
             return s.args
         return ()
-    if isinstance(s, ir.If):
-        return (s.cond,)
-    if isinstance(s, ir.For):
-        return (s.start, s.stop, s.step)
-    if isinstance(s, ir.While):
-        return (s.cond,)
+    if isinstance(s, (ir.If, ir.For, ir.While)):
+        return operands(s)  # conditions and loop bounds decide what the reverse runs
     if isinstance(s, ir.ArrayStore):
         return (s.array, *s.indices)
     if isinstance(s, ir.LocalStore):
