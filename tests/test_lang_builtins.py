@@ -46,7 +46,7 @@ PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
 OTHER = {"where", "select", "rand_init", "randf", "randi", "randu", "randn", "bit_and",
          "bit_or", "bit_xor", "lshift", "rshift", "atomic_add", "atomic_sub", "atomic_min",
          "atomic_max"}
-# Tested in test_builtins_extra.py (against NumPy and Warp).
+# Tested in test_builtins_extra*.py (against NumPy and Warp).
 OTHER |= {"atomic_and", "atomic_or", "atomic_xor", "atomic_cas", "atomic_exch", "bit_count",
           "cast", "copysign", "div_approx", "erf", "erfc", "erfinv", "erfcinv", "expect_eq",
           "expect_neq", "expect_near", "invert", "len", "lower_bound", "nonzero", "unot"}

@@ -73,3 +73,28 @@ def test_swapped_in_alias_gets_atomic_code(rng):
     fresh = kc.zeros(n, dtype=float)
     kc.launch(accumulate, n, [x, fresh])
     np.testing.assert_allclose(fresh.numpy(), x.numpy())
+
+
+@kc.struct
+class Gains:
+    g: float
+    offset: kc.vec3
+
+
+@kc.kernel
+def apply_gains(p: Gains, v: kc.vec3, out: kc.array(dtype=kc.vec3)):
+    i = kc.tid()
+    out[i] = p.offset * p.g + v
+
+
+def test_structs_and_vectors_changed_in_place_are_repacked():
+    p = Gains()
+    p.g, p.offset = 1.0, kc.vec3(1.0, 2.0, 3.0)
+    v = kc.vec3(0.5, 0.5, 0.5)
+    out = kc.full(3, kc.vec3(np.nan, np.nan, np.nan), dtype=kc.vec3)
+    kc.launch(apply_gains, 3, [p, v, out])
+    np.testing.assert_allclose(out.numpy()[0], [1.5, 2.5, 3.5])
+    p.g = 2.0  # the same objects, changed in place: the launch must see the new values
+    v[0] = 10.0
+    kc.launch(apply_gains, 3, [p, v, out])
+    np.testing.assert_allclose(out.numpy(), np.tile([12.0, 4.5, 6.5], (3, 1)))

@@ -61,11 +61,13 @@ def histogram_direct(x: kc.array(dtype=int), h: kc.array(dtype=float),
 
 def test_expand_uses_private_copies_only_where_it_may(monkeypatch):
     monkeypatch.setattr(kc.config, "num_threads", 4)
-    _, args = _histogram_inputs(1000)
-    cmd = kc.launch(histogram_expand, 1000, inputs=args, record_cmd=True)
+    _, args = _histogram_inputs(20_000)  # enough threads to run on the workers
+    cmd = kc.launch(histogram_expand, 20_000, inputs=args, record_cmd=True)
     assert [(i, kind) for i, kind, _ in cmd.expand.targets] == [
         (1, "add"), (2, "add"), (3, "min"), (4, "max")]
-    assert kc.launch(histogram_direct, 1000, inputs=args, record_cmd=True).expand is None
+    assert kc.launch(histogram_direct, 20_000, inputs=args, record_cmd=True).expand is None
+    small = kc.launch(histogram_expand, 1000, inputs=args, record_cmd=True)
+    assert small.expand is None  # a launch the calling thread runs alone needs no copies
     x = kc.array(np.arange(100_000, dtype=np.int32))
     h, ticket = kc.zeros(4, dtype=int), kc.zeros(100_000, dtype=int)
     cmd = kc.launch(uses_old_value, 100_000, inputs=[x, h, ticket], record_cmd=True)

@@ -173,10 +173,13 @@ class Tape:
             return a.grad
         kc_type = getattr(a, "_kc_type", None)
         if isinstance(kc_type, T.StructType):
-            adj = kc_type.cls()
-            for name, t in kc_type.fields:
-                if isinstance(t, (T.ArrayType, T.StructType)):
-                    setattr(adj, name, self.get_adjoint(getattr(a, name)))
+            fields = [(name, self.get_adjoint(getattr(a, name))) for name, t in kc_type.fields
+                      if isinstance(t, (T.ArrayType, T.StructType))]
+            adj = self.gradients.get(a)
+            if adj is None or any(getattr(adj, name) is not g for name, g in fields):
+                adj = kc_type.cls()  # (the one made last time serves while its fields hold)
+                for name, g in fields:
+                    setattr(adj, name, g)
             self.gradients[a] = adj
             return adj
         return zero_of(a)

@@ -9,6 +9,7 @@ of structs can be filled and read from NumPy.
 from __future__ import annotations
 
 import inspect
+import struct as pystruct
 from typing import Any
 
 import numpy as np
@@ -110,14 +111,46 @@ def struct_bytes(t: T.Type, value: Any) -> bytes:
     if isinstance(t, T.ArrayType):
         return _array_bytes(t, value)
     if isinstance(t, T.StructType):
-        if getattr(value, "_kc_type", None) != t:
+        kc_type = getattr(value, "_kc_type", None)
+        if kc_type is not t and kc_type != t:
             raise TypeError(f"expected a {t.name}, got {type(value).__name__}")
         out = bytearray(t.size)
-        for (name, ft), offset in zip(t.fields, t.offsets):
-            data = struct_bytes(ft, getattr(value, name))
+        for name, ft, offset, packer in _struct_layout(t):
+            field = getattr(value, name)
+            if packer is not None:
+                try:  # the common case, without NumPy: a Python number in a scalar field
+                    packer.pack_into(out, offset, field)
+                    continue
+                except (pystruct.error, TypeError, OverflowError):
+                    pass  # NumPy's conversion rules (floats into ints...) below
+            if isinstance(field, np.ndarray) and isinstance(ft, (T.VectorType, T.MatrixType)) \
+                    and field.dtype == ft.dtype.np_dtype and field.size == ft.count:
+                data = field.tobytes()  # a host vector or matrix already in its C layout
+            else:
+                data = struct_bytes(ft, field)
             out[offset:offset + len(data)] = data
         return bytes(out)
     raise TypeError(f"cannot pack a {t!r}")
+
+
+_SCALAR_CODES = {"float16": "e", "float32": "f", "float64": "d", "int8": "b", "uint8": "B",
+                 "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
+                 "uint64": "Q"}
+_LAYOUTS: dict[int, tuple[T.StructType, list]] = {}
+
+
+def _struct_layout(t: T.StructType) -> list:
+    """(name, type, offset, packer or None) per field, computed once per struct type (a
+    launch repacks its struct arguments every time: they may have changed in place)."""
+    found = _LAYOUTS.get(id(t))
+    if found is not None and found[0] is t:
+        return found[1]
+    layout = []
+    for (name, ft), offset in zip(t.fields, t.offsets):
+        code = _SCALAR_CODES.get(ft.name) if isinstance(ft, T.ScalarType) else None
+        layout.append((name, ft, offset, pystruct.Struct("<" + code) if code else None))
+    _LAYOUTS[id(t)] = (t, layout)
+    return layout
 
 
 def _array_bytes(t: T.ArrayType, value: Any) -> bytes:

@@ -39,12 +39,15 @@ def expanded_run(kernel: Any, compiled: Any, args: ctypes.Structure, values: Seq
         return None
     from kernelc.ir.analysis import reduction_targets
 
-    fn = kernel.get_ir(compiled.params).kernel
-    found = reduction_targets(fn)
-    index = {p.id: i for i, p in enumerate(fn.params)}
-    # Thread-private arrays (`compiled.private_params`, by value id) see no contention.
-    targets = {index[pid]: kind for pid, kind in found.items()
-               if pid not in compiled.private_params and values[index[pid]] is not None}
+    found = getattr(compiled, "reduction_targets", None)
+    if found is None:  # analysed once per compiled kernel: by parameter index
+        fn = kernel.get_ir(compiled.params).kernel
+        index = {p.id: i for i, p in enumerate(fn.params)}
+        # Thread-private arrays (`compiled.private_params`, by value id) see no contention.
+        found = {index[pid]: kind for pid, kind in reduction_targets(fn).items()
+                 if pid not in compiled.private_params}
+        compiled.reduction_targets = found
+    targets = {i: kind for i, kind in found.items() if values[i] is not None}
     return ExpandedRun(args, values, targets) if targets else None
 
 

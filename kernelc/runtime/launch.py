@@ -259,10 +259,15 @@ class Launch:
 
     def _repack(self) -> None:
         self._words: dict[int, Any] = {}
+        # Arguments passed by value whose Python objects can change in place.
+        self.by_value = [i for i, t in enumerate(self.compiled.params)
+                         if isinstance(t, (T.StructType, T.VectorType, T.MatrixType))]
         self.args = pack_args(self.compiled, self.values, self.dims)
         self.args.error = ctypes.addressof(self.error)
         self._args_ptr = ctypes.addressof(self.args)
         self.expand = None  # ReduceMode.Expand's private copies, if the kernel asks for them
+        if runs_inline(self.compiled, self.size):
+            return  # one thread runs it all: nothing contends, so nothing to expand
         if self.kernel.options.get("reduce_mode") or config.reduce_mode is not ReduceMode.Direct:
             from kernelc.runtime.expand import expanded_run
 
@@ -295,7 +300,7 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
     history = rt.flags & _KERNEL_HISTORY_BIT
     trace = rt.trace if rt.trace is not None or not config.compile_time_trace else active_sink()
     t0 = time.perf_counter_ns() if (history or trace is not None) else 0
-    if size < (64 if compiled.has_loops else 16384):  # not worth waking the workers
+    if runs_inline(compiled, size):
         compiled.cfunc(args_ptr, 0, size)
     elif expand is not None:
         expand.run(expand.cfunc, size, cpu_state(config.num_threads).pool)
@@ -315,6 +320,12 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
     compiled.cache = "memory"  # later launches find it in memory
     if error.code:
         _raise_kernel_error(kernel, compiled, error)
+
+
+def runs_inline(compiled: CpuKernel, size: int) -> bool:
+    """Whether a launch of `size` threads runs on the calling thread alone: waking the
+    workers costs more than a small launch takes."""
+    return size < (64 if compiled.has_loops else 16384)
 
 
 def launch_activity(kernel) -> tuple[int, str]:
@@ -470,6 +481,9 @@ def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], de
     if disabled:
         raise RuntimeError(f"kernel '{kernel.__name__}' has no backward kernel: {disabled} "
                            f"sets enable_backward=False")
+    backward = adjoint_kernel(kernel)
+    if not record_cmd and _rerun_adjoint(backward, dim, device, values, adjoints):
+        return None
     dims = normalize_dim(kernel, dim)
     names = kernel.arg_names
     if len(values) != len(names) or len(adjoints) > len(names):
@@ -481,18 +495,47 @@ def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], de
     dev = get_device(device)
     types = tuple(arg_type(kernel, n, w, v, dev)
                   for n, w, v in zip(names, kernel.param_types, values))
-    backward = adjoint_kernel(kernel)
+    given = list(adjoints)
     adjoints = [*adjoints, *[None] * (len(names) - len(adjoints))]
     adj_values, mask = adjoint_arguments(values, types, adjoints)
     for name, t, v in zip(names, types, adj_values):
         if v is not None:  # the adjoint of an array must be an array of the same type
             arg_type(backward, f"adj_{name}", t, v, dev)
-    cmd = _prepare(backward, dims, [*values, *adj_values, mask], (*types, *types, T.uint64),
-                   dev, stream, block_dim, record_cmd)
+    full = [*values, *adj_values, mask]
+    cmd = _prepare(backward, dims, full, (*types, *types, T.uint64), dev, stream, block_dim,
+                   record_cmd)
     if record_cmd or cmd is None:
         return cmd
+    backward.last_launch = (dim, device, config.mode, full, cmd)
+    backward.last_adjoints = (given, adj_values, mask)
     _run_or_capture(backward, cmd)
     return None
+
+
+def _rerun_adjoint(backward, dim: Any, device: Any, values: list[Any],
+                   adjoints: Sequence[Any]) -> bool:
+    """Runs a backward launch again with the last one's packing when its arrays and
+    adjoints are the same objects (only Python numbers may differ): the adjoint arguments
+    and the store mask are then the same too. Tape.backward repeats launches this way."""
+    last, memo = backward.last_launch, getattr(backward, "last_adjoints", None)
+    if last is None or memo is None or last[0] != dim or last[1] is not device \
+            or last[2] != config.mode:
+        return False
+    given, adj_values, mask = memo
+    n = len(values)
+    if len(adjoints) != len(given) or len(last[3]) != 2 * n + 1 \
+            or any(a is not b and not isinstance(a, (int, float)) for a, b in zip(adjoints, given)):
+        return False  # (the adjoints of numbers are placeholders: any value does)
+    array = _array_class()
+    for i, v in enumerate(values):
+        own_grad = i >= len(adjoints) or adjoints[i] is None  # the adjoint is v.grad
+        if isinstance(v, array) and (v is not last[3][i] or (
+                own_grad and getattr(v, "grad", None) is not adj_values[i])):
+            return False  # another array, or an array whose own gradient was replaced
+    if not _same_or_repacked(backward, last, [*values, *adj_values, mask]):
+        return False
+    _run_or_capture(backward, last[4])
+    return True
 
 
 def _run_or_capture(kernel, cmd: Launch) -> None:
@@ -511,11 +554,15 @@ def _same_or_repacked(kernel, last: tuple, values: list) -> bool:
     and written into the packed arguments."""
     prev, cmd = last[3], last[4]
     changed = [i for i, (a, b) in enumerate(zip(prev, values)) if a is not b]
-    if not changed:
+    by_value = getattr(cmd, "by_value", ())
+    if not changed and not by_value:
         return True
     if not (isinstance(cmd, Launch) and cmd.device.is_cpu) or cmd.expand is not None \
             or cmd.thread != threading.get_ident():
         return False
+    if not changed:  # structs, vectors and matrices may have changed in place: repack them
+        _repack_by_value(cmd, by_value)
+        return True
     array = _array_class()
     params = cmd.compiled.params
     swapped = []
@@ -562,8 +609,19 @@ def _same_or_repacked(kernel, last: tuple, values: list) -> bool:
         else:
             setattr(cmd.args, f"p{i}", _scalar_bits(params[i], v))
         cmd.values[i] = v
+    _repack_by_value(cmd, [i for i in by_value if i not in changed])
     kernel.last_launch = (*last[:3], values, cmd)
     return True
+
+
+def _repack_by_value(cmd: Launch, indices) -> None:
+    """Writes the current bytes of struct, vector and matrix arguments into the packing."""
+    from kernelc.frontend.struct import struct_bytes
+
+    for i in indices:
+        data = struct_bytes(cmd.compiled.params[i], cmd.values[i])
+        offset = getattr(type(cmd.args), f"p{i}").offset
+        ctypes.memmove(cmd._args_ptr + offset, data, len(data))
 
 
 _ARRAY_CLASS = None
