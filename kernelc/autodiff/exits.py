@@ -124,7 +124,7 @@ class _Lowering:
             if flags and rest:
                 guarded = self.block(rest, loop)
                 if guarded:
-                    out.append(self.unless(stmt.loc, flags, guarded))
+                    out += self.unless(stmt.loc, flags, guarded)
                 return out
         return out
 
@@ -140,14 +140,13 @@ class _Lowering:
                 flags.append(loop.cont)
         return flags
 
-    def unless(self, loc, flags: list[ir.Slot], body: list[ir.Stmt]) -> ir.Stmt:
+    def unless(self, loc, flags: list[ir.Slot], body: list[ir.Stmt]) -> list[ir.Stmt]:
         """`if not (flag or ...): body`, as nested ifs with empty then-branches."""
-        stmt_body = tuple(body)
+        stmts = list(body)
         for flag in reversed(flags):
             v = self.new_value(T.bool_)
-            stmt_body = (ir.Op(loc, v, ir.OpCode.LOAD_SLOT, (), flag),
-                         ir.If(loc, v, (), stmt_body))
-        return stmt_body[0] if len(stmt_body) == 1 else _Seq(stmt_body)
+            stmts = [ir.Op(loc, v, ir.OpCode.LOAD_SLOT, (), flag), ir.If(loc, v, (), tuple(stmts))]
+        return stmts
 
     def loop(self, stmt: ir.For | ir.While) -> list[ir.Stmt]:
         brk = self.new_slot("broke", T.bool_) if _has(stmt.body, (ir.Break,), False) else None
@@ -167,39 +166,11 @@ class _Lowering:
                 v = self.new_value(T.bool_)
                 body += [ir.Op(stmt.loc, v, ir.OpCode.LOAD_SLOT, (), flag),
                          ir.If(stmt.loc, v, (ir.Break(stmt.loc),))]
-        body = _flatten(body)
         if isinstance(stmt, ir.For):
             return [ir.For(stmt.loc, stmt.var, stmt.start, stmt.stop, stmt.step, tuple(body))]
         return [ir.While(stmt.loc, stmt.cond_body, stmt.cond, tuple(body))]
 
 
-class _Seq(tuple):
-    """Several statements standing in for one while a block is assembled."""
-
-
-def _flatten(stmts: list) -> list[ir.Stmt]:
-    out = []
-    for s in stmts:
-        if isinstance(s, _Seq):
-            out += _flatten(list(s))
-        elif isinstance(s, ir.If):
-            out.append(ir.If(s.loc, s.cond, tuple(_flatten(list(s.then_body))),
-                             tuple(_flatten(list(s.else_body)))))
-        elif isinstance(s, ir.For):
-            out.append(ir.For(s.loc, s.var, s.start, s.stop, s.step, tuple(_flatten(list(s.body)))))
-        elif isinstance(s, ir.While):
-            out.append(ir.While(s.loc, tuple(_flatten(list(s.cond_body))), s.cond,
-                                tuple(_flatten(list(s.body)))))
-        else:
-            out.append(s)
-    return out
-
-
 def lower_exits(fn: ir.Function) -> ir.Function:
     """`fn` with its early exits rewritten as flags (see the module's docstring)."""
-    lowered = _Lowering(fn).run()
-    if lowered is fn:
-        return fn
-    return ir.Function(lowered.name, lowered.params, lowered.param_names,
-                       lowered.return_types, tuple(_flatten(list(lowered.body))),
-                       lowered.slots, lowered.is_kernel, lowered.loc)
+    return _Lowering(fn).run()
