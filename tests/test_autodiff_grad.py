@@ -97,7 +97,7 @@ def test_backward_treats_grad_as_constant(rng):
 
 
 def test_grad_errors():
-    with pytest.raises(TypeError, match="@kc.func"):
+    with pytest.raises(TypeError, match="@kc.func or a builtin"):
         kc.grad(np.sin)
     with pytest.raises(RuntimeError, match="inside kernels"):
         kc.grad(two)(1.0, 2.0)
@@ -153,3 +153,24 @@ def test_particle_repulsion_matches_warp(tmp_path):
     for name, want in states["warp"].items():
         np.testing.assert_allclose(np.array(states["kernelc"][name]), np.array(want),
                                    rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@kc.kernel
+def builtin_grads(a: kc.array(dtype=f64), b: kc.array(dtype=f64), out: kc.array(dtype=f64,
+                                                                               ndim=2)):
+    i = kc.tid()
+    db, da = kc.grad(kc.atan2)(b[i], a[i])  # Warp's own example
+    out[i, 0] = da
+    out[i, 1] = db
+    out[i, 2] = kc.grad(kc.sin)(a[i])
+    out[i, 3] = kc.grad(kc.length)(kc.vec3d(a[i], b[i], f64(1.0)))[0]
+
+
+def test_gradients_of_builtins(rng):
+    n = 16
+    a, b = rng.uniform(-2, 2, n), rng.uniform(-2, 2, n)
+    out = kc.full((n, 4), np.nan, dtype=f64)
+    kc.launch(builtin_grads, n, [kc.array(a, dtype=f64), kc.array(b, dtype=f64), out])
+    d = a * a + b * b
+    np.testing.assert_allclose(out.numpy(), np.stack(
+        [-b / d, a / d, np.cos(a), a / np.sqrt(d + 1)], axis=1), rtol=1e-12)

@@ -35,12 +35,13 @@ class GradOf:
 
 
 def grad(func: Any) -> GradOf:
-    """The gradient of the `@kc.func` `func`: `kc.grad(f)(x, y)` inside a kernel gives
-    (df/dx, df/dy) at (x, y), for an incoming gradient of 1 on each result."""
+    """The gradient of the `@kc.func` (or builtin) `func`: `kc.grad(f)(x, y)` inside a
+    kernel gives (df/dx, df/dy) at (x, y), for an incoming gradient of 1 on each result."""
+    from kernelc.builtins.registry import Builtin
     from kernelc.frontend.decorators import Func
 
-    if not isinstance(func, Func):
-        raise TypeError(f"grad() expects a @kc.func, got {type(func).__name__}")
+    if not isinstance(func, (Func, Builtin)):
+        raise TypeError(f"grad() expects a @kc.func or a builtin, got {type(func).__name__}")
     return GradOf(func)
 
 
@@ -74,12 +75,21 @@ def _grad_call_form(lw, node: ast.Call):
     def default(name: str, value: Any):
         return lw.from_python(value, None)
 
-    func, bound, param_types = grad_of.func.resolve(args, {}, default)
+    from kernelc.builtins.registry import Builtin
+
+    if isinstance(grad_of.func, Builtin):
+        func = grad_of.func
+        param_types, callee = _builtin_as_func(lw, func, args)
+        bound = args
+    else:
+        func, bound, param_types = grad_of.func.resolve(args, {}, default)
+        callee = None
     if any(_has_array(t) for t in param_types):
         raise KernelError(f"grad() of '{func.__name__}': funcs taking arrays have no "
                           "gradient here")
     coerced = [lw.coerce(a, t).value for a, t in zip(bound, param_types)]
-    callee = lw.ctx.lower_func(func, param_types, lw.b.loc)
+    if callee is None:
+        callee = lw.ctx.lower_func(func, param_types, lw.b.loc)
     info = gradient_func(lw.ctx, callee)
     if not info.diff_results:
         raise KernelError(f"grad() of '{func.__name__}': it returns no float value")
@@ -100,6 +110,40 @@ def _grad_call_form(lw, node: ast.Call):
     if len(values) == 1:
         return values[0]
     return TupleVal(tuple(values)) if values else PyObj(None)
+
+
+def _builtin_as_func(lw, builtin, args) -> tuple[tuple[T.Type, ...], ir.Function]:
+    """A func whose body is one call of `builtin` with arguments of these types, so that
+    `kc.grad(kc.atan2)` differentiates like a func."""
+    from kernelc.builtins.registry import Expansion
+    from kernelc.frontend.builder import IRBuilder
+
+    overload = builtin.overload_for(len(args))
+    if overload is None:
+        raise KernelError(f"{builtin.name}() takes {' or '.join(builtin.signatures())}")
+    try:
+        params, result = overload.rule(tuple(a.type for a in args), tuple(a.weak for a in args))
+    except TypeError as err:
+        raise KernelError(f"{builtin.name}(): {err}") from None
+    b = IRBuilder()
+    b.loc = lw.b.loc
+    values = tuple(b.new_value(t) for t in params)
+    out = b.op(OpCode.CALL, values, result, overload.key) if overload.expand is None \
+        else overload.expand(b, *values)
+    if isinstance(out, Expansion):
+        if out.writeback:
+            raise KernelError(f"grad() of {builtin.name}(): it changes its arguments")
+        out = out.value
+    if not isinstance(out, ir.Value):
+        raise KernelError(f"grad() of {builtin.name}(): it needs one result")
+    b.append(ir.Return(b.loc, (out,)))
+    ctx = lw.ctx
+    name = f"{builtin.name}_{ctx._next_id}"
+    ctx._next_id += 1
+    fn = ir.Function(name, values, tuple(f"x{k}" for k in range(len(values))), (result,),
+                     b.body(), tuple(b.slots), False, b.loc)
+    ctx.funcs.append(fn)
+    return tuple(params), fn
 
 
 def _has_array(t: T.Type) -> bool:
