@@ -49,3 +49,20 @@ def adj_cube(v: wp.vec3, adj_ret: float):
 def kv(p: wp.array(dtype=wp.vec3), loss: wp.array(dtype=float)):
     i = wp.tid()
     wp.atomic_add(loss, 0, cube(p[i]) * 3.0)
+
+
+@wp.func
+def twice(x: float):
+    return x * 2.0
+
+
+@wp.func_replay(twice)
+def replay_twice(x: float):
+    return x * 3.0  # deliberately not twice's value: the backward pass must use this one
+
+
+@wp.kernel
+def kr(x: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    y = twice(x[i])
+    wp.atomic_add(loss, 0, y * y)

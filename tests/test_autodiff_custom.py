@@ -1,4 +1,5 @@
-"""`@kc.func_grad`: custom gradients of funcs, against hand-derived values and Warp."""
+"""`@kc.func_grad` and `@kc.func_replay`: custom gradients and replays of funcs, against
+hand-derived values and Warp."""
 
 from __future__ import annotations
 
@@ -37,9 +38,16 @@ def run(wp) -> dict:
     with tape:
         wp.launch(P.kv, 2, [p, loss])
     tape.backward(loss)
+    r = wp.array(X[1:], dtype=float, requires_grad=True)
+    loss_r = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(P.kr, 3, [r, loss_r])
+    tape.backward(loss_r)
     return {"x": x.grad.numpy().tolist(), "y": y.grad.numpy().tolist(),
             "grad": g.numpy().tolist(), "p": p.grad.numpy().tolist(),
-            "out": out.numpy().tolist()}
+            "out": out.numpy().tolist(), "replay": r.grad.numpy().tolist(),
+            "replay_loss": loss_r.numpy().tolist()}
 
 
 def test_custom_gradients_replace_derived_ones():
@@ -49,6 +57,10 @@ def test_custom_gradients_replace_derived_ones():
     np.testing.assert_allclose(got["y"], np.clip(X, -1, 1) + 2, rtol=1e-6)
     np.testing.assert_allclose(got["grad"], dsqrt, rtol=1e-6)  # kc.grad uses it too
     np.testing.assert_allclose(got["p"], [[6.0, 0, 0], [6.0, 0, 0]])  # the custom rule
+    # The forward pass uses twice (loss = sum (2x)^2); the backward pass replays y with
+    # replay_twice (3x), so d loss / dx = 2 * 3x * 2.
+    np.testing.assert_allclose(got["replay_loss"], [np.sum((2 * X[1:]) ** 2)], rtol=1e-6)
+    np.testing.assert_allclose(got["replay"], 12 * X[1:], rtol=1e-6)
 
 
 _DRIVER = textwrap.dedent("""

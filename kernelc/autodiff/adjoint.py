@@ -63,6 +63,7 @@ def gradient_func(ctx, callee: ir.Function) -> _AdjointFunc:
         mad = ctx.autodiff = _ModuleAD(ir.Module(callee, ()))
     mad.primal.update((f.name, f) for f in ctx.funcs)
     mad.custom.update(ctx.custom_adjoints)
+    mad.custom_replays.update(ctx.custom_replays)
     info = mad.adjoint_func(callee.name)
     known = {f.name for f in ctx.funcs}
     ctx.funcs.extend(f for f in mad.out if f.name not in known)
@@ -89,6 +90,7 @@ class _ModuleAD:
     def __init__(self, module: ir.Module):
         self.primal = {f.name: f for f in module.funcs}
         self.custom = dict(module.custom_adjoints)
+        self.custom_replays = dict(module.custom_replays)
         self.out: list[ir.Function] = []
         self.names: set[str] = set()
         self.replays: dict[str, str] = {}
@@ -129,6 +131,9 @@ class _ModuleAD:
         """A func to call in a forward replay: `name` itself, or a copy without effects."""
         found = self.replays.get(name)
         if found is not None:
+            return found
+        if name in self.custom_replays:  # a @kc.func_replay stands in for it
+            found = self.replays[name] = self.replay_name(self.custom_replays[name])
             return found
         fn = self.primal[name]
         if not self.has_effects(name):

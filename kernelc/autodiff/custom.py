@@ -22,7 +22,7 @@ from typing import Any
 from kernelc import types as T
 from kernelc.errors import KernelError
 
-__all__ = ["adjoint", "func_grad"]
+__all__ = ["adjoint", "func_grad", "func_replay"]
 
 
 class _Adjoints:
@@ -56,6 +56,28 @@ def func_grad(forward: Any):
         for variant in forward.variants:
             variant.custom_grad = grad
         return grad
+
+    return wrap
+
+
+def func_replay(forward: Any):
+    """Decorator: the decorated function (same parameters and results as the `@kc.func`
+    `forward`) stands in for `forward` where a backward kernel replays the forward pass,
+    as Warp's `wp.func_replay` does (to skip side effects, or recompute more cheaply)."""
+    from kernelc.frontend.decorators import Func
+
+    if not isinstance(forward, Func):
+        raise TypeError(f"func_replay() expects a @kc.func, got {type(forward).__name__}")
+
+    def wrap(replay_fn: Any) -> Func:
+        replay = Func(replay_fn)
+        if len(replay.arg_names) != len(forward.arg_names):
+            raise TypeError(f"the replay of '{forward.__name__}' takes its "
+                            f"{len(forward.arg_names)} parameters; '{replay_fn.__name__}' "
+                            f"has {len(replay.arg_names)}")
+        for variant in forward.variants:
+            variant.custom_replay = replay
+        return replay
 
     return wrap
 

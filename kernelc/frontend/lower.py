@@ -31,6 +31,7 @@ class CompileContext:
     autodiff: Any = None  # the adjoints made for `kc.grad(f)(...)` calls (autodiff.adjoint)
     # func name -> (its `@kc.func_grad` gradient lowered, the parameters it differentiates)
     custom_adjoints: dict[str, tuple[ir.Function, tuple[int, ...]]] = field(default_factory=dict)
+    custom_replays: dict[str, str] = field(default_factory=dict)  # func -> its replay func
 
     def lower_func(self, func: Any, param_types: tuple[T.Type, ...], loc: Loc) -> ir.Function:
         key = (func, param_types)
@@ -49,6 +50,13 @@ class CompileContext:
             self._in_progress.pop()
         self._done[key] = fn
         self.funcs.append(fn)
+        replay = getattr(func, "custom_replay", None)
+        if replay is not None:  # a @kc.func_replay: lowered for the same argument types
+            lowered = self.lower_func(replay, param_types, loc)
+            if lowered.return_types != fn.return_types:
+                raise KernelError(f"the replay '{replay.__name__}' of '{func.__name__}' must "
+                                  f"return what it returns", loc, self.kernel_name)
+            self.custom_replays[fn.name] = lowered.name
         grad = getattr(func, "custom_grad", None)
         if grad is not None:
             from kernelc.autodiff.custom import lower_custom_grad
@@ -276,7 +284,8 @@ def lower_kernel(source: Source, param_types: tuple[T.Type, ...], name: str) -> 
     """The IR module of a kernel specialised for `param_types`."""
     ctx = CompileContext(kernel_name=source.name)
     kernel = FunctionLowerer(ctx, source, param_types, is_kernel=True, name=name).lower()
-    return ir.Module(kernel, tuple(ctx.funcs), tuple(ctx.custom_adjoints.items()))
+    return ir.Module(kernel, tuple(ctx.funcs), tuple(ctx.custom_adjoints.items()),
+                     tuple(ctx.custom_replays.items()))
 
 
 def is_generic(annotation: Any) -> bool:
