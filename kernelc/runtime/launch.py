@@ -416,7 +416,7 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     values = [*inputs, *outputs]
     last = kernel.last_launch
     if last is not None and last[0] == dim and last[1] is device and last[2] == config.mode \
-            and len(last[3]) == len(values) and _same_or_repacked(kernel, last, values):
+            and len(last[3]) == len(values) and same_or_repacked(kernel, last, values):
         # The same argument objects as last time (a simulation loop), or new Python numbers
         # in place of old ones (repacked in place): reuse the packing.
         cmd = last[4]
@@ -482,7 +482,7 @@ def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], de
         raise RuntimeError(f"kernel '{kernel.__name__}' has no backward kernel: {disabled} "
                            f"sets enable_backward=False")
     backward = adjoint_kernel(kernel)
-    if not record_cmd and _rerun_adjoint(backward, dim, device, values, adjoints):
+    if not record_cmd and rerun_adjoint(backward, dim, device, values, adjoints):
         return None
     dims = normalize_dim(kernel, dim)
     names = kernel.arg_names
@@ -512,128 +512,12 @@ def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], de
     return None
 
 
-def _rerun_adjoint(backward, dim: Any, device: Any, values: list[Any],
-                   adjoints: Sequence[Any]) -> bool:
-    """Runs a backward launch again with the last one's packing when its arrays and
-    adjoints are the same objects (only Python numbers may differ): the adjoint arguments
-    and the store mask are then the same too. Tape.backward repeats launches this way."""
-    last, memo = backward.last_launch, getattr(backward, "last_adjoints", None)
-    if last is None or memo is None or last[0] != dim or last[1] is not device \
-            or last[2] != config.mode:
-        return False
-    given, adj_values, mask = memo
-    n = len(values)
-    if len(adjoints) != len(given) or len(last[3]) != 2 * n + 1 \
-            or any(a is not b and not isinstance(a, (int, float)) for a, b in zip(adjoints, given)):
-        return False  # (the adjoints of numbers are placeholders: any value does)
-    array = _array_class()
-    for i, v in enumerate(values):
-        own_grad = i >= len(adjoints) or adjoints[i] is None  # the adjoint is v.grad
-        if isinstance(v, array) and (v is not last[3][i] or (
-                own_grad and getattr(v, "grad", None) is not adj_values[i])):
-            return False  # another array, or an array whose own gradient was replaced
-    if not _same_or_repacked(backward, last, [*values, *adj_values, mask]):
-        return False
-    _run_or_capture(backward, last[4])
-    return True
-
-
 def _run_or_capture(kernel, cmd: Launch) -> None:
     capture = get_runtime().extras.get("capture")
     if capture is not None and capture.intercept(cmd):  # a CPU graph capture records it
         kernel.last_launch = None  # the graph owns this packing: never repack it in place
     else:
         cmd.launch()
-
-
-def _same_or_repacked(kernel, last: tuple, values: list) -> bool:
-    """Whether a launch can reuse the last one's packed arguments: every argument is the
-    same object, or, for a CPU launch, a Python number replacing one of the same Python
-    type (a time passed each substep) or an array replacing an array of the same type
-    (buffers swapped each substep), which are then checked like any launch's arguments
-    and written into the packed arguments."""
-    prev, cmd = last[3], last[4]
-    changed = [i for i, (a, b) in enumerate(zip(prev, values)) if a is not b]
-    by_value = getattr(cmd, "by_value", ())
-    if not changed and not by_value:
-        return True
-    if not (isinstance(cmd, Launch) and cmd.device.is_cpu) or cmd.expand is not None \
-            or cmd.thread != threading.get_ident():
-        return False
-    if not changed:  # structs, vectors and matrices may have changed in place: repack them
-        _repack_by_value(cmd, by_value)
-        return True
-    array = _array_class()
-    params = cmd.compiled.params
-    swapped = []
-    for i in changed:
-        kind = type(values[i])
-        if isinstance(params[i], T.ArrayType):
-            if not (isinstance(values[i], array) and isinstance(prev[i], array)):
-                return False
-            swapped.append(i)
-        elif (kind is not float and kind is not int) or type(prev[i]) is not kind \
-                or not isinstance(params[i], T.ScalarType):
-            return False
-    names = kernel.arg_names
-    for i in changed:  # the full check of a launch, for these arguments only
-        v, p = values[i], prev[i]
-        if i in swapped:
-            # An array like the one it replaces has the type that one was checked to have.
-            alike = (v.dtype is p.dtype or v.dtype == p.dtype) and v.ndim == p.ndim \
-                and v.device is p.device and type(v) is type(p)
-            if not alike and arg_type(kernel, names[i], kernel.param_types[i], v,
-                                      cmd.device) != params[i]:
-                return False
-            size = params[i].dtype.size
-            if any(st % size for st in v.strides):
-                return False  # the slow path reports it
-            continue
-        if arg_type(kernel, names[i], kernel.param_types[i], v, cmd.device) != params[i]:
-            return False
-    if swapped and cmd.compiled.private_params:
-        new_values = list(cmd.values)
-        for i in swapped:
-            new_values[i] = values[i]
-        if _overlapping(new_values, params):
-            return False  # compiled for arrays that share no memory
-    for i in changed:
-        v = values[i]
-        if i in swapped:  # the packed array: data pointer, shape, byte strides
-            words = cmd.array_words(i)
-            nd = params[i].ndim
-            words[0] = v.ptr
-            for k in range(nd):
-                words[1 + k] = v.shape[k]
-                words[1 + nd + k] = v.strides[k]
-        else:
-            setattr(cmd.args, f"p{i}", _scalar_bits(params[i], v))
-        cmd.values[i] = v
-    _repack_by_value(cmd, [i for i in by_value if i not in changed])
-    kernel.last_launch = (*last[:3], values, cmd)
-    return True
-
-
-def _repack_by_value(cmd: Launch, indices) -> None:
-    """Writes the current bytes of struct, vector and matrix arguments into the packing."""
-    from kernelc.frontend.struct import struct_bytes
-
-    for i in indices:
-        data = struct_bytes(cmd.compiled.params[i], cmd.values[i])
-        offset = getattr(type(cmd.args), f"p{i}").offset
-        ctypes.memmove(cmd._args_ptr + offset, data, len(data))
-
-
-_ARRAY_CLASS = None
-
-
-def _array_class():
-    global _ARRAY_CLASS
-    if _ARRAY_CLASS is None:
-        from kernelc.runtime.array import array
-
-        _ARRAY_CLASS = array
-    return _ARRAY_CLASS
 
 
 def _module_block_dim(kernel) -> int | None:
@@ -644,25 +528,10 @@ def _module_block_dim(kernel) -> int | None:
 
 def _overlapping(values, types) -> bool:
     """Whether any two array arguments share memory (then no array is thread-private)."""
-    spans = [_span(v, t.dtype.size) for v, t in zip(values, types)
+    spans = [span_of(v, t.dtype.size) for v, t in zip(values, types)
              if isinstance(t, T.ArrayType) and v is not None]
     spans.sort()
     return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
-
-
-def _span(v, itemsize: int) -> tuple[int, int]:
-    """The byte range an array's elements cover (kept on the array: its layout is fixed)."""
-    found = getattr(v, "_kc_span", None)
-    if found is not None and found[0] == itemsize:
-        return found[1]
-    lo = hi = v.ptr
-    for n, s in zip(v.shape, v.strides):
-        reach = (n - 1) * s if n else 0
-        lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
-    span = (lo, hi + itemsize)
-    if hasattr(v, "__dict__"):
-        v._kc_span = (itemsize, span)
-    return span
 
 
 def _check_strides(kernel, names, types, values) -> None:
@@ -673,3 +542,11 @@ def _check_strides(kernel, names, types, values) -> None:
                 raise KernelError(f"argument '{n}': strides {v.strides} are not multiples of "
                                   f"the element size {size}", kernel._param_loc(n),
                                   kernel.__name__)
+
+
+# The reuse of a launch's packing (imported last: it refers back to this module).
+from kernelc.runtime.launch_reuse import (  # noqa: E402
+    rerun_adjoint,
+    same_or_repacked,
+    span_of,
+)
