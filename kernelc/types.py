@@ -133,19 +133,11 @@ class StructType(Type):
 
     @property
     def offsets(self) -> tuple[int, ...]:
-        out, pos = [], 0
-        for _, t in self.fields:
-            pos = -(-pos // alignment(t)) * alignment(t)
-            out.append(pos)
-            pos += t.size
-        return tuple(out)
+        return _struct_layout(self)[0]
 
     @property
     def size(self) -> int:
-        if not self.fields:
-            return 1  # C++'s size of an empty struct: one padding byte on every backend
-        end = self.offsets[-1] + self.fields[-1][1].size
-        return -(-end // alignment(self)) * alignment(self)
+        return _struct_layout(self)[1]
 
     def field_index(self, name: str) -> int:
         for i, (n, _) in enumerate(self.fields):
@@ -155,6 +147,28 @@ class StructType(Type):
 
     def __repr__(self) -> str:
         return self.name
+
+
+_LAYOUTS: dict[int, tuple[StructType, tuple[int, ...], int]] = {}
+
+
+def _struct_layout(t: StructType) -> tuple[tuple[int, ...], int]:
+    """A struct's field offsets and size, computed once per struct type (launches pack
+    struct arguments every time)."""
+    found = _LAYOUTS.get(id(t))
+    if found is not None and found[0] is t:
+        return found[1], found[2]
+    out, pos = [], 0
+    for _, f in t.fields:
+        pos = -(-pos // alignment(f)) * alignment(f)
+        out.append(pos)
+        pos += f.size
+    if not t.fields:
+        size = 1  # C++'s size of an empty struct: one padding byte on every backend
+    else:
+        size = -(-pos // alignment(t)) * alignment(t)
+    _LAYOUTS[id(t)] = (t, tuple(out), size)
+    return tuple(out), size
 
 
 def alignment(t: Type) -> int:
