@@ -64,7 +64,7 @@ def _grad_form(lw, node: ast.Call):
 def _grad_call_form(lw, node: ast.Call):
     """`kc.grad(f)(args)`: a call of f's adjoint with unit incoming gradients."""
     from kernelc.autodiff.adjoint import gradient_func
-    from kernelc.autodiff.values import differentiable, zero
+    from kernelc.autodiff.values import differentiable, has_arrays, zero
     from kernelc.frontend.lower_expr import PyObj, TupleVal, Val
 
     grad_of = lw.visit(node.func).obj
@@ -84,7 +84,7 @@ def _grad_call_form(lw, node: ast.Call):
     else:
         func, bound, param_types = grad_of.func.resolve(args, {}, default)
         callee = None
-    if any(_has_array(t) for t in param_types):
+    if any(has_arrays(t) for t in param_types):
         raise KernelError(f"grad() of '{func.__name__}': funcs taking arrays have no "
                           "gradient here")
     coerced = [lw.coerce(a, t).value for a, t in zip(bound, param_types)]
@@ -144,12 +144,6 @@ def _builtin_as_func(lw, builtin, args) -> tuple[tuple[T.Type, ...], ir.Function
                      b.body(), tuple(b.slots), False, b.loc)
     ctx.funcs.append(fn)
     return tuple(params), fn
-
-
-def _has_array(t: T.Type) -> bool:
-    from kernelc.autodiff.values import has_arrays
-
-    return has_arrays(t)
 
 
 def _no_gradient(func: Any, t: T.Type):

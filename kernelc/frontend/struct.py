@@ -115,7 +115,7 @@ def struct_bytes(t: T.Type, value: Any) -> bytes:
         if kc_type is not t and kc_type != t:
             raise TypeError(f"expected a {t.name}, got {type(value).__name__}")
         out = bytearray(t.size)
-        for name, ft, offset, packer in _struct_layout(t):
+        for name, ft, offset, packer in _field_packers(t):
             field = getattr(value, name)
             if packer is not None:
                 try:  # the common case, without NumPy: a Python number in a scalar field
@@ -136,20 +136,20 @@ def struct_bytes(t: T.Type, value: Any) -> bytes:
 _SCALAR_CODES = {"float16": "e", "float32": "f", "float64": "d", "int8": "b", "uint8": "B",
                  "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
                  "uint64": "Q"}
-_LAYOUTS: dict[int, tuple[T.StructType, list]] = {}
+_PACKERS: dict[int, tuple[T.StructType, list]] = {}
 
 
-def _struct_layout(t: T.StructType) -> list:
-    """(name, type, offset, packer or None) per field, computed once per struct type (a
-    launch repacks its struct arguments every time: they may have changed in place)."""
-    found = _LAYOUTS.get(id(t))
+def _field_packers(t: T.StructType) -> list:
+    """(name, type, offset, packer or None) per field, made once per struct type (a launch
+    repacks its struct arguments every time: they may have changed in place)."""
+    found = _PACKERS.get(id(t))
     if found is not None and found[0] is t:
         return found[1]
     layout = []
     for (name, ft), offset in zip(t.fields, t.offsets):
         code = _SCALAR_CODES.get(ft.name) if isinstance(ft, T.ScalarType) else None
         layout.append((name, ft, offset, pystruct.Struct("<" + code) if code else None))
-    _LAYOUTS[id(t)] = (t, layout)
+    _PACKERS[id(t)] = (t, layout)
     return layout
 
 

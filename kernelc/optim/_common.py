@@ -25,6 +25,15 @@ def check_params(params: Any, what: str) -> list[array] | None:
     return list(params)
 
 
+def check_grads(what: str, params: list[array] | None, grad: Sequence[array]) -> None:
+    """Raises unless the parameters are set and `grad` has one array per parameter."""
+    if params is None:
+        raise RuntimeError(f"{what} parameters must be set before calling step(), got None")
+    if len(grad) != len(params):
+        raise ValueError(f"{what}.step() needs one gradient per parameter ({len(params)}), "
+                         f"got {len(grad)}")
+
+
 def scalar_of(dtype: T.Type) -> T.ScalarType | None:
     """The float scalar type of a scalar, vector or matrix element type (None otherwise)."""
     scalar = dtype.dtype if isinstance(dtype, (T.VectorType, T.MatrixType)) else dtype

@@ -7,7 +7,15 @@ from typing import Any
 
 import kernelc as kc
 from kernelc import types as T
-from kernelc.optim._common import check_params, check_step, flat, fresh_buffer, scalar_of, typed
+from kernelc.optim._common import (
+    check_grads,
+    check_params,
+    check_step,
+    flat,
+    fresh_buffer,
+    scalar_of,
+    typed,
+)
 from kernelc.runtime.array import array
 
 # Three kernels because Warp's three differ in their rounding: float16 parameters keep
@@ -140,11 +148,7 @@ class Adam:
             grad: One gradient array per parameter (same dtype and shape), for example
                 `[p.grad for p in params]` after `tape.backward(loss)`.
         """
-        if self.params is None:
-            raise RuntimeError("Adam parameters must be set before calling step(), got None")
-        if len(grad) != len(self.params):
-            raise ValueError(f"Adam.step() needs one gradient per parameter "
-                             f"({len(self.params)}), got {len(grad)}")
+        check_grads("Adam", self.params, grad)
         for g, m, v, param in zip(grad, self.m, self.v, self.params):
             Adam.step_detail(g, m, v, self.lr, self.beta1, self.beta2, self.t, self.eps, param)
         self.t = self.t + 1

@@ -6,7 +6,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import kernelc as kc
-from kernelc.optim._common import check_params, check_step, flat, fresh_buffer, scalar_of, typed
+from kernelc.optim._common import (
+    check_grads,
+    check_params,
+    check_step,
+    flat,
+    fresh_buffer,
+    scalar_of,
+    typed,
+)
 from kernelc.runtime.array import array
 
 
@@ -108,11 +116,7 @@ class SGD:
             grad: One gradient array per parameter (same dtype and shape), for example
                 `[p.grad for p in params]` after `tape.backward(loss)`.
         """
-        if self.params is None:
-            raise RuntimeError("SGD parameters must be set before calling step(), got None")
-        if len(grad) != len(self.params):
-            raise ValueError(f"SGD.step() needs one gradient per parameter "
-                             f"({len(self.params)}), got {len(grad)}")
+        check_grads("SGD", self.params, grad)
         for g, buffer, param in zip(grad, self.b, self.params):
             SGD.step_detail(g, buffer, self.lr, self.momentum, self.dampening,
                             self.weight_decay, self.nesterov, self.t, param)
