@@ -14,6 +14,27 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # measure the checkout the scripts are in
 
 
+def run_program(program: str, module: str, repeat: int, filename: str) -> dict | None:
+    """Runs a benchmark program (a template formatted with `root`, the checkout) with
+    `module` ("warp" or "kernelc") as `wp` in a fresh process; returns the JSON object it
+    prints last, or None (with its error on stderr) if it failed. Kernels must live in a
+    file, so the program is written to one first."""
+    import json
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / filename
+        script.write_text(program.format(root=ROOT))
+        proc = subprocess.run([sys.executable, str(script), module, str(repeat)],
+                              capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        print(f"{module} failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def median_time(fn: Callable[[], object], repeat: int, warmup: int = 1) -> float:
     """Median seconds of `fn()` over `repeat` calls after `warmup` untimed ones."""
     for _ in range(warmup):

@@ -10,14 +10,10 @@ Run: python benchmarks/autodiff.py [--repeat N]
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 import textwrap
-from pathlib import Path
 
-from _common import ROOT, print_table
+from _common import print_table, run_program
 
 PROGRAM = textwrap.dedent("""
     import json, sys, time
@@ -85,15 +81,7 @@ PROGRAM = textwrap.dedent("""
 
 
 def run(module: str, repeat: int) -> dict | None:
-    with tempfile.TemporaryDirectory() as folder:  # kernels must live in a file
-        script = Path(folder) / "autodiff_program.py"
-        script.write_text(PROGRAM.format(root=str(ROOT)))
-        proc = subprocess.run([sys.executable, str(script), module, str(repeat)],
-                              capture_output=True, text=True, timeout=1800)
-    if proc.returncode != 0:
-        print(f"{module} failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_program(PROGRAM, module, repeat, "autodiff_program.py")
 
 
 def main() -> int:

@@ -43,15 +43,18 @@ _DRIVER = textwrap.dedent("""
     times = []
     for _ in range(steps + 1):
         t0 = time.perf_counter()
-        action()
+        action(*spec.args)
         times.append(time.perf_counter() - t0)
     print(json.dumps(times[1:]))
 """)
 
 EXAMPLES = ("example_wave", "example_fluid", "example_dem", "example_sph", "example_raymarch",
-            "example_graph_capture")
+            "example_graph_capture", "example_fdtd_3d", "example_fft_poisson_navier_stokes_2d",
+            "example_tile_mcgp")
 # The test suite renders a 96x48 image; time a bigger one (the example's own is 2048x1024).
-SIZES = {"example_raymarch": {"height": 256, "width": 512}}
+# example_tile_mcgp: a 64x64 slice (the example's own is 256x256) of a finer sphere.
+SIZES = {"example_raymarch": {"height": 256, "width": 512},
+         "example_tile_mcgp": {"height": 64, "sphere_resolution": 32}}
 
 
 def time_example(name: str, module: str, steps: int, folder: str) -> float | None:
@@ -70,10 +73,11 @@ def time_example(name: str, module: str, steps: int, folder: str) -> float | Non
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=5, help="timed steps per example")
+    p.add_argument("examples", nargs="*", default=EXAMPLES, help="which examples (all)")
     args = p.parse_args()
     rows = [("example (median step)", "warp 1.19 cpu", "kernelc", "speed-up")]
     with tempfile.TemporaryDirectory() as folder:
-        for name in EXAMPLES:
+        for name in args.examples:
             w = time_example(name, "warp", args.steps, folder)
             k = time_example(name, "kernelc", args.steps, folder)
             ratio = f"{w / k:.1f}x" if w and k else ""

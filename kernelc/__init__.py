@@ -16,7 +16,7 @@ from kernelc.errors import KernelError, KernelRuntimeError  # noqa: E402
 from kernelc.config import ReduceMode, config  # noqa: E402
 
 # ---- language ----------------------------------------------------------------------------
-from kernelc.frontend.decorators import kernel, func  # noqa: E402
+from kernelc.frontend.decorators import Func as Function, Kernel, kernel, func  # noqa: E402
 from kernelc.frontend.special import tid, static, printf  # noqa: E402
 from kernelc.builtins import BUILTINS as _BUILTINS  # noqa: E402
 
@@ -50,6 +50,12 @@ from kernelc.runtime.array import (  # noqa: E402
     from_numpy, full, full_like, ones, ones_like, to_dlpack, zeros, zeros_like,
 )
 from kernelc.runtime.memory import copy  # noqa: E402
+from kernelc.runtime.allocators import (  # noqa: E402
+    Allocator, ScopedAllocator, get_device_allocator, set_cuda_allocator, set_device_allocator,
+)
+from kernelc.runtime.alloc_tracker import (  # noqa: E402
+    ScopedMemoryTracker, print_memory_report,
+)
 
 # ---- runtime: launch, compile, cache -----------------------------------------------------
 from kernelc.runtime.launch import launch, Launch  # noqa: E402
@@ -99,6 +105,12 @@ _LAZY_MODULES = (
     "kernelc.spatial.mesh",
     "kernelc.spatial.bvh",
     "kernelc.frontend.mesh_forms",
+    "kernelc.frontend.tile_forms",  # tile_load, tile_store, tile_sum, ...
+    "kernelc.frontend.tile_views",  # tile_transpose, tile_view, tile_reshape, ...
+    "kernelc.frontend.tile_indexed",  # block_dim, tile_load_indexed, tile_store_indexed, ...
+    "kernelc.frontend.tile_linalg",  # tile_matmul, tile_cholesky, ...
+    "kernelc.frontend.tile_fft_scan",  # tile_fft, tile_scan_inclusive, tile_sort, ...
+    "kernelc.runtime.tiled",  # launch_tiled
     "kernelc.optim._export",  # `kc.optim`, the optimisers
     "kernelc.autograd._export",  # `kc.autograd`, gradient checks
 )

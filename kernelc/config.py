@@ -71,6 +71,9 @@ class Config:
         enable_backward (bool): Whether kernels have backward kernels (`kc.Tape`), unless
             the kernel (`@kc.kernel(enable_backward=...)`) or its module
             (`kc.set_module_options`) says otherwise. Default True, as in Warp.
+        track_memory (bool): Track every array allocation for `kc.print_memory_report`
+            (default False). Warp reads it when `wp.init()` runs; kernelc starts or stops
+            tracking as soon as it is assigned, so setting it before `init()` works the same.
         verify_fp, verify_cuda, print_launches (bool): Warp's settings with Warp's
             defaults, readable and assignable so that ported code runs; kernelc ignores them.
     """
@@ -95,6 +98,19 @@ class Config:
         self.verify_fp: bool = False
         self.verify_cuda: bool = False
         self.print_launches: bool = False
+        self._track_memory = False
+
+    @property
+    def track_memory(self) -> bool:
+        """Whether every array allocation is tracked (see `kc.print_memory_report`)."""
+        return self._track_memory
+
+    @track_memory.setter
+    def track_memory(self, value: bool) -> None:
+        from kernelc.runtime.alloc_tracker import set_global_tracking
+
+        set_global_tracking(bool(value))
+        self._track_memory = bool(value)
 
     @property
     def verbose(self) -> bool:

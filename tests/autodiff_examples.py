@@ -44,6 +44,9 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
     "example_fluid_checkpoint": [
         (r"N_GRID = wp\.constant\(512\)", "N_GRID = wp.constant(64)", "a smaller grid"),
     ],
+    "example_navier_stokes_perturbation": [
+        (r"N_GRID = 512", "N_GRID = 32", "a smaller grid"),
+    ],
     "example_diffray": [
         (r"from pxr import Usd, UsdGeom\n", "", "pxr (usd-core) is not installed"),
         (r"class RenderMode:", _SPHERE, "a procedural mesh"),
@@ -160,9 +163,26 @@ def run_diffray(mod) -> dict[str, np.ndarray]:
     return out
 
 
-DRIVERS = {"example_fluid_checkpoint": run_fluid_checkpoint, "example_diffray": run_diffray}
+def run_navier_stokes_perturbation(mod) -> dict[str, np.ndarray]:
+    """Two of the example's own optimisation steps (tape forward and backward through its
+    tile FFT Poisson solver, Adam, the norm clamp). `step()` clears the gradient at its
+    end, so Adam's moments stand for it: after the first step m = (1 - beta1) g."""
+    example = mod.Example(spin_up_steps=3, lead_steps=2)
+    out = {"omega_0": example.omega_timesteps[0].numpy().copy()}
+    for it in range(ITERATIONS - 1):
+        example.step()
+        out.update({f"{it}:loss": example.loss.numpy().copy(),
+                    f"{it}:delta_omega": example.delta_omega.numpy().copy(),
+                    f"{it}:adam.m": example.optimizer.m[0].numpy().copy(),
+                    f"{it}:adam.v": example.optimizer.v[0].numpy().copy()})
+    return out
+
+
+DRIVERS = {"example_fluid_checkpoint": run_fluid_checkpoint, "example_diffray": run_diffray,
+           "example_navier_stokes_perturbation": run_navier_stokes_perturbation}
 # (name, static light loop) for each run compared with Warp
-RUNS = [("example_fluid_checkpoint", False), ("example_diffray", True)]
+RUNS = [("example_fluid_checkpoint", False), ("example_diffray", True),
+        ("example_navier_stokes_perturbation", False)]
 
 
 def run(name: str, module: str, folder: Path, static_lights: bool = False):

@@ -230,6 +230,51 @@ def test_missing_gradient_array_is_skipped(rng):
     kc.launch(adjoint_kernel(scalar_kernel), n, [xa, y, None, seed, 0])  # no crash
 
 
+@kc.kernel
+def later_writes_kernel(x: kc.array(dtype=f64), out: kc.array(dtype=f64), n: int):
+    i = kc.tid()
+    buf = kc.zeros(shape=2, dtype=f64)
+    acc = kc.zeros(shape=2, dtype=f64)
+    buf[0] = x[2 * i]
+    buf[1] = x[2 * i + 1]
+    for _ in range(n):
+        for j in range(2):  # reads buf, which the lines after it change
+            acc[j] = acc[j] + buf[j] * buf[j] * x[2 * i + j]
+        buf[0] = buf[0] * f64(0.5)
+        buf[1] = kc.sin(buf[1])
+    s = f64(0.0)
+    for j in range(2):  # reads acc and buf, changed again after it
+        s += acc[j] * buf[j]
+    buf[0] = f64(3.0)
+    acc[1] = f64(0.0)
+    out[i] = s + buf[0] + acc[1]
+
+
+def _later_writes_reference(x: np.ndarray, n: int) -> np.ndarray:
+    x = x.reshape(-1, 2)
+    buf, acc = x.copy(), np.zeros_like(x)
+    for _ in range(n):
+        acc += buf * buf * x
+        buf = np.stack([buf[:, 0] * 0.5, np.sin(buf[:, 1])], axis=1)
+    return (acc * buf).sum(axis=1) + 3.0
+
+
+def test_loops_reversed_after_later_code_changed_what_they_read(rng):
+    """A loop is reversed after the code that follows it has run (in the same iteration
+    of an enclosing loop, or after it): what it reads is restored first."""
+    n, trips = 6, 4
+    x = rng.uniform(0.5, 1.5, 2 * n)
+    xa, out = kc.array(x, dtype=f64), kc.full(n, np.nan, dtype=f64)
+    kc.launch(later_writes_kernel, n, [xa, out, trips])
+    np.testing.assert_allclose(out.numpy(), _later_writes_reference(x, trips), rtol=1e-12)
+    gx = kc.zeros(2 * n, dtype=f64)
+    seed = kc.array(rng.uniform(0.5, 1.5, n), dtype=f64)
+    kc.launch(adjoint_kernel(later_writes_kernel), n, [xa, out, trips, gx, seed, 0, 0])
+    weights = seed.numpy()
+    expected = _fd(lambda v: weights @ _later_writes_reference(v, trips), x)
+    np.testing.assert_allclose(gx.numpy(), expected, rtol=1e-6, atol=1e-8)
+
+
 def test_backward_compiles_with_nvrtc():
     pytest.importorskip("cuda.bindings.nvrtc")
     compiled = kc.compile(adjoint_kernel(loops_kernel), target="cuda", arch=90)

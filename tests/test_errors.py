@@ -35,6 +35,14 @@ def loops_forever(n: int) -> int:
     return loops_forever(n)  # E
 
 
+@kc.func
+def falls_out_after_break(n: int) -> int:  # E
+    while True:
+        if n > 3:
+            break
+        return n
+
+
 # Each kernel below holds one mistake on the line marked `# E`; CASES names the text the
 # reported column points at and a pattern of the message.
 
@@ -128,6 +136,11 @@ def e_call_kernel(a: kc.array(dtype=float)):
 @kc.kernel
 def e_recursion(a: kc.array(dtype=int)):
     a[0] = loops_forever(3)  # E
+
+
+@kc.kernel
+def e_no_return_after_break(a: kc.array(dtype=int)):
+    a[0] = falls_out_after_break(a[1])
 
 
 @kc.kernel
@@ -272,6 +285,8 @@ CASES = [
     (e_call_kernel, "helper_kernel(", "kernels cannot call other kernels"),
     (e_recursion, "loops_forever(n)", "recursion is not supported", loops_forever),
     (e_return_value, "return", "kernels cannot return a value"),
+    (e_no_return_after_break, "def", "can reach its end without returning",
+     falls_out_after_break),
     (e_keyword, "kc.sin(", "sin\\(\\) got an unexpected keyword argument 'y'"),
     (e_set, "{1, 2}", "a set is not supported"),
     (e_range_float, "for i", r"range\(\) needs integers, got float32"),

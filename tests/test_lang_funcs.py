@@ -224,3 +224,42 @@ def test_parameter_changed_on_one_path_keeps_its_value_on_the_other():
     out = kc.full((2, 2), -1, dtype=int)
     kc.launch(k_bump_if, 2, [kc.array(np.array([0, 1], np.int32)), out])
     np.testing.assert_array_equal(out.numpy(), [[5, 7], [6, 7]])
+
+
+@kc.func
+def first_multiple_at_or_above(x: int, step: int) -> int:
+    n = x
+    while True:  # left only by a return, so the func cannot fall off its end
+        if n % step == 0:
+            return n
+        n += 1
+
+
+@kc.func
+def first_multiple_pair(x: int, step: int) -> tuple[int, int]:
+    n = x
+    while 1:
+        for k in range(3):
+            if k == 2:
+                break  # leaves the for, not the while
+        if n % step == 0:
+            return n, n // step
+        n = n + 1
+
+
+@kc.kernel
+def use_forever_loops(q: kc.array(dtype=int), o: kc.array2d(dtype=int)):
+    i = kc.tid()
+    o[0, i] = first_multiple_at_or_above(q[i], 7)
+    m, d = first_multiple_pair(q[i], 5)
+    o[1, i] = m
+    o[2, i] = d
+
+
+def test_func_returning_only_from_while_true(rng):
+    n = 64
+    q = rng.integers(1, 500, n).astype(np.int32)
+    o = poisoned((3, n), np.int32)
+    kc.launch(use_forever_loops, n, inputs=[kc.array(q, dtype=int), o])
+    up7, up5 = (q + 6) // 7 * 7, (q + 4) // 5 * 5
+    np.testing.assert_array_equal(o.numpy(), np.stack([up7, up5, up5 // 5]))

@@ -27,6 +27,9 @@ class ExampleSpec:
     fields: tuple[str, ...] = ()
     # Identical (pattern, replacement) edits for both sides, to keep the run short.
     shrink: tuple[tuple[str, str], ...] = ()
+    folder: str = "core"  # the examples' subfolder
+    args: tuple = ()  # passed to each call of `action`
+    then: tuple[tuple[str, tuple], ...] = ()  # (method, args) called once afterwards
 
 
 SPECS: dict[str, ExampleSpec] = {
@@ -42,21 +45,30 @@ SPECS: dict[str, ExampleSpec] = {
     "example_raymarch": ExampleSpec({"height": 48, "width": 96}, action="render",
                                     fields=("pixels",)),
     "example_graph_capture": ExampleSpec(calls=2, fields=("pixel_values", "x")),
+    # Tile kernels:
+    "example_fdtd_3d": ExampleSpec(calls=25, fields=("e_x", "h_y", "electric_energy_sum"),
+                                   shrink=((r"N_GRID = 128", "N_GRID = 24"),),
+                                   then=(("_check_em_energy", (25,)),)),
+    "example_fft_poisson_navier_stokes_2d": ExampleSpec(
+        calls=3, fields=("omega_curr", "psi"), shrink=((r"N_GRID = 512", "N_GRID = 32"),)),
+    "example_tile_mcgp": ExampleSpec({"seed": 42, "height": 24, "slices": 3,
+                                      "sphere_resolution": 12}, action="render", args=(1,),
+                                     fields=("pixels",), folder="tile"),
 }
 
 
-def examples_dir() -> Path | None:
-    """Warp's examples/core folder, found without importing Warp."""
+def examples_dir(folder: str = "core") -> Path | None:
+    """A folder of Warp's examples (core, tile, ...), found without importing Warp."""
     spec = importlib.util.find_spec("warp")
     if spec is None or not spec.submodule_search_locations:
         return None
-    folder = Path(next(iter(spec.submodule_search_locations))) / "examples" / "core"
-    return folder if folder.is_dir() else None
+    path = Path(next(iter(spec.submodule_search_locations))) / "examples" / folder
+    return path if path.is_dir() else None
 
 
 def source_for(name: str, module: str, shrink: bool = True) -> str:
     """The example's source (shrunk, unless `shrink` is False), importing `module` as `wp`."""
-    text = (examples_dir() / f"{name}.py").read_text()
+    text = (examples_dir(SPECS[name].folder) / f"{name}.py").read_text()
     for pattern, replacement in SPECS[name].shrink if shrink else ():
         text, count = re.subn(pattern, replacement, text)
         if count == 0:
@@ -75,8 +87,15 @@ def run(name: str, module: str, folder: Path) -> dict[str, np.ndarray]:
     loader = importlib.util.spec_from_file_location(f"{module}_{name}", path)
     mod = importlib.util.module_from_spec(loader)
     sys.modules[loader.name] = mod
-    loader.loader.exec_module(mod)
-    example = mod.Example(**spec.kwargs)
-    for _ in range(spec.calls):
-        getattr(example, spec.action)()
+    config = importlib.import_module(module).config
+    backward = config.enable_backward  # some examples switch it off for the process
+    try:
+        loader.loader.exec_module(mod)
+        example = mod.Example(**spec.kwargs)
+        for _ in range(spec.calls):
+            getattr(example, spec.action)(*spec.args)
+        for method, args in spec.then:
+            getattr(example, method)(*args)
+    finally:
+        config.enable_backward = backward
     return {f: getattr(example, f).numpy() for f in spec.fields}

@@ -23,6 +23,9 @@ class LoopInfo:
     counter: ir.Slot
     snapshots: list[tuple[ir.Slot, ir.Slot]]  # (carried slot, its copy before the loop)
     replay_all: bool
+    # (slot, its copy at loop entry) for slots the loop reads that later code changes:
+    # restored before the loop is reversed, which runs after that later code.
+    entry: list[tuple[ir.Slot, ir.Slot]]
 
 
 class FunctionAD:
@@ -51,6 +54,8 @@ class FunctionAD:
         self.adj_slots: dict[int, ir.Slot] = {}
         self.loops: dict[int, LoopInfo] = {}
         self.returned: tuple[ir.Value, ...] = ()
+        self.later_writes: dict[int, frozenset[int]] = {}
+        _later_writes(fn.body, frozenset(), self.later_writes)
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -283,24 +288,33 @@ class FunctionAD:
         else:
             carried = _read_before_written(s.body) & set(stored)
             replay_all = bool(carried) and _needs_carried(s.body, carried)
-        snapshots = []
+        snapshots = self._copies([stored[sid] for sid in sorted(carried)]) if replay_all else []
+        reads = {x.attr.id: x.attr for blk in blocks for x in ir.walk(blk)
+                 if isinstance(x, ir.Op) and x.opcode in (OpCode.LOAD_SLOT, OpCode.LOCAL_LOAD)}
+        changed_later = set(reads) & self.later_writes.get(id(s), frozenset())
         if replay_all:
-            for sid in sorted(carried):
-                slot = stored[sid]
-                snapshots.append((slot, self.new_slot(f"before_{slot.name}", slot.type)))
-                if has_arrays(slot.type):
-                    shadow = self.shadow_slot(slot)
-                    snapshots.append((shadow, self.new_slot(f"before_{shadow.name}",
-                                                            shadow.type)))
-        info = LoopInfo(self.new_slot("trips", T.int32), snapshots, replay_all)
+            changed_later -= carried
+        entry = self._copies([reads[sid] for sid in sorted(changed_later)
+                              if any(_needs_carried(blk, {sid}) for blk in blocks)])
+        info = LoopInfo(self.new_slot("trips", T.int32), snapshots, replay_all, entry)
         self.loops[id(s)] = info
         return info
+
+    def _copies(self, slots: list[ir.Slot]) -> list[tuple[ir.Slot, ir.Slot]]:
+        """(slot, a new slot to copy it into) for each slot and its array shadow."""
+        out = []
+        for slot in slots:
+            out.append((slot, self.new_slot(f"before_{slot.name}", slot.type)))
+            if has_arrays(slot.type):
+                shadow = self.shadow_slot(slot)
+                out.append((shadow, self.new_slot(f"before_{shadow.name}", shadow.type)))
+        return out
 
     def fwd_for(self, s: ir.For) -> None:
         b = self.b
         info = self.loop_info(s)
         b.store(info.counter, b.const(0, T.int32))
-        for slot, copy in info.snapshots:
+        for slot, copy in (*info.snapshots, *info.entry):
             self.copy_slot(copy, slot)
         start, stop, step = self.val(s.start), self.val(s.stop), self.val(s.step)
         var = b.new_value(s.var.type)
@@ -314,7 +328,7 @@ class FunctionAD:
         b = self.b
         info = self.loop_info(s)
         b.store(info.counter, b.const(0, T.int32))
-        for slot, copy in info.snapshots:
+        for slot, copy in (*info.snapshots, *info.entry):
             self.copy_slot(copy, slot)
         with b.region() as cond_body:
             self.fwd_block(s.cond_body)
@@ -430,6 +444,8 @@ class FunctionAD:
         b = self.b
         info = self.loop_info(s)
         is_for = isinstance(s, ir.For)
+        for slot, copy in info.entry:
+            self.copy_slot(slot, copy)
         n = b.load(info.counter)
         one = b.const(1, T.int32)
         rev = b.new_value(T.int32)
@@ -461,6 +477,30 @@ class FunctionAD:
         else:
             self.fwd_block(s.cond_body)
         self.fwd_block(s.body, skip_tail=True)
+
+
+def _stored(block: ir.Block) -> set[int]:
+    return {x.slot.id for x in ir.walk(block) if isinstance(x, (ir.StoreSlot, ir.LocalStore))}
+
+
+def _later_writes(block: ir.Block, after: frozenset[int], out: dict[int, frozenset[int]]
+                  ) -> None:
+    """For each loop in `block` (by id), the slots stored after it starts by code outside
+    it: later statements of its block and of every enclosing block (`after`)."""
+    pending = set(after)
+    for stmt in reversed(block):
+        later = frozenset(pending)
+        if isinstance(stmt, ir.If):
+            _later_writes(stmt.then_body, later, out)
+            _later_writes(stmt.else_body, later, out)
+        elif isinstance(stmt, ir.For):
+            out[id(stmt)] = later
+            _later_writes(stmt.body, later, out)
+        elif isinstance(stmt, ir.While):
+            out[id(stmt)] = later
+            _later_writes(stmt.cond_body, later | _stored(stmt.body), out)
+            _later_writes(stmt.body, later, out)
+        pending |= _stored((stmt,))
 
 
 def _read_before_written(body: ir.Block) -> set[int]:

@@ -6,7 +6,9 @@ simple kernels into SIMD code across threads. `args` points at a struct laid out
 `{[4 x i64] dims, ptr error, param0, param1, ...}` (C layout, bool as one byte, arrays
 as `{ptr data, [n x i64] shape, [n x i64] byte strides}`); the runtime packs the same
 layout with ctypes. Funcs become internal always-inline functions that take the args
-pointer and the 32-bit linear thread index as two hidden leading parameters.
+pointer and the 32-bit linear thread index as two hidden leading parameters. The thread
+loop is built by llvm_loops.py; in the variant for launches whose arrays share no memory,
+loads and stores of array arguments carry alias scopes (llvm_alias.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from llvmlite import ir as ll
 
 from kernelc import types as T
-from kernelc.codegen import llvm_aggregate, llvm_memory
+from kernelc.codegen import llvm_aggregate, llvm_alias, llvm_loops, llvm_memory
 from kernelc.codegen import llvm_ops as ops
 from kernelc.codegen.llvm_ops import I1, I8, I32, I64, PTR, llvm_type
 from kernelc.errors import Loc
@@ -39,6 +41,9 @@ class LlvmOptions:
     # The kernel runs with per-worker copies of its reduction targets (ReduceMode.Expand):
     # atomics on them are plain read-modify-writes too, since one worker owns a copy.
     expanded: bool = False
+    # Alias scopes per array argument (see llvm_alias.py). Like private atomics, they hold
+    # only when no two array arguments share memory, so they come with `private_atomics`.
+    noalias: bool = True
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,15 @@ def emit_llvm(module: ir.Module, entry: str, options: LlvmOptions) -> LlvmSource
     """LLVM IR text for `module`; the kernel's entry function is named `entry`."""
     llmod = ll.Module(name=entry)
     state = _ModuleState(llmod, options, entry, args_struct(tuple(p.type for p in module.kernel.params)))
+    state.vector_division = llvm_loops.threads_innermost(module)
     for fn in module.funcs:
         state.declare_func(fn)
     for fn in module.funcs:
         FunctionEmitter(state, fn).emit_func()
+    scoped = options.noalias and options.private_atomics
+    plan = llvm_alias.plan_aliasing(module) if scoped else None
+    if plan is not None:
+        state.alias = llvm_alias.AliasScopes(llmod, entry, plan)
     FunctionEmitter(state, module.kernel).emit_kernel()
     text = _add_entry_attributes(str(llmod), entry, options)
     return LlvmSource(text, entry, tuple(state.check_locs), state.has_print)
@@ -85,8 +95,12 @@ class _ModuleState:
         self.entry = entry
         self.args_type = args_type
         self.funcs: dict[str, ll.Function] = {}
+        self.func_ir: dict[str, ir.Function] = {}
         self.check_locs: list[Loc] = []
         self.has_print = False
+        self.vector_division = False  # integer division as SIMD can do it (llvm_ops.binary)
+        self.alias: llvm_alias.AliasScopes | None = None
+        self.variants: dict[tuple, ll.Function] = {}  # funcs copied per array arguments
         self._strings: dict[str, ll.GlobalVariable] = {}
 
     def declare_func(self, fn: ir.Function) -> None:
@@ -97,6 +111,7 @@ class _ModuleState:
         f.attributes.add("alwaysinline")
         f.attributes.add("nounwind")
         self.funcs[fn.name] = f
+        self.func_ir[fn.name] = fn
 
     def check_id(self, loc: Loc) -> int:
         self.check_locs.append(loc)
@@ -112,13 +127,6 @@ class _ModuleState:
             g.initializer = ll.Constant(arr, data)
             self._strings[text] = g
         return self._strings[text]
-
-
-def _launch_ndim(fn: ir.Function) -> int:
-    """The launch dimensionality the kernel's tid() calls unpack (0 if none say)."""
-    found = {s.attr[1] for s in ir.walk(fn.body)
-             if isinstance(s, ir.Op) and s.opcode == OpCode.TID}
-    return found.pop() if len(found) == 1 else 0
 
 
 def _return_type(fn: ir.Function) -> ll.Type:
@@ -141,6 +149,8 @@ class FunctionEmitter:
         self.loops: list[tuple[ll.Block, ll.Block]] = []
         self.debug = state.options.debug
         self.private: frozenset[int] = frozenset()
+        # value id -> kernel argument, for the accesses that get alias scopes
+        self.origins: dict[int, int] | None = None
 
     # ---- function shells ------------------------------------------------------------------
 
@@ -165,85 +175,13 @@ class FunctionEmitter:
             mem = b.load(ptr, typ=llvm_type(p.type, memory=True))
             self.values[p.id] = ops.from_memory(b, mem, p.type)
         self.alloc_slots()
-        ndim = _launch_ndim(self.fn)
-        if ndim >= 2:
-            self.emit_rows(start, end, ndim)
-        else:
-            self.emit_threads(b.trunc(start, I32), b.trunc(end, I32), None)
+        if self.state.alias is not None:
+            self.origins = llvm_alias.value_origins(self.fn, llvm_alias.kernel_origins(self.fn))
+        llvm_loops.emit_loops(self, start, end)
         self.b.ret_void()
 
-    def emit_threads(self, first: ll.Value, stop: ll.Value, parts: list | None) -> None:
-        """The loop over threads [first, stop): the kernel body once per thread.
-
-        `parts` gives the outer tid() components of a multi-dimensional launch (the last one
-        is this loop's counter); None for a 1-d launch.
-        """
-        b, f = self.b, self.llfn
-        before = b.block
-        cond_bb = f.append_basic_block("thread.cond")
-        body_bb = f.append_basic_block("thread.body")
-        latch_bb = f.append_basic_block("thread.next")
-        exit_bb = f.append_basic_block("thread.exit")
-        # The thread counter is 32-bit (launches stay below 2**31 threads, tid() is an int):
-        # with nsw increments LLVM's scalar evolution sees affine indices and vectorises.
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        counter = b.phi(I32, "tid")
-        counter.add_incoming(first, before)
-        b.cbranch(b.icmp_signed("<", counter, stop), body_bb, exit_bb)
-        b.position_at_end(body_bb)
-        if parts is None:
-            self.tid, self.tid_parts = counter, None
-        else:
-            row_base, outer = parts
-            self.tid = b.add(row_base, counter, flags=["nsw"])
-            self.tid_parts = [*outer, counter]
-        self.thread_exit = latch_bb
-        self.zero_slots()
-        self.emit_block(self.fn.body)
-        if not b.block.is_terminated:
-            b.branch(latch_bb)
-        b.position_at_end(latch_bb)
-        counter.add_incoming(b.add(counter, I32(1), flags=["nsw"]), latch_bb)
-        b.branch(cond_bb)
-        b.position_at_end(exit_bb)
-
-    def emit_rows(self, start: ll.Value, end: ll.Value, ndim: int) -> None:
-        """A multi-dimensional launch as rows: the inner loop runs along the last dimension
-        with tid()'s last component as its counter, so it vectorises like a 1-d launch; the
-        other components are divided out once per row, not once per thread."""
-        b, f = self.b, self.llfn
-        dims = [b.trunc(b.load(b.gep(self.ctx, [I32(0), I32(0), I32(k)],
-                                     source_etype=self.state.args_type), typ=I64), I32)
-                for k in range(ndim)]
-        width = dims[-1]
-        start32, end32 = b.trunc(start, I32), b.trunc(end, I32)
-        before = b.block
-        cond_bb = f.append_basic_block("row.cond")
-        body_bb = f.append_basic_block("row.body")
-        exit_bb = f.append_basic_block("row.exit")
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        t = b.phi(I32, "row.t")  # the linear index of the row's first thread
-        t.add_incoming(start32, before)
-        b.cbranch(b.icmp_signed("<", t, end32), body_bb, exit_bb)
-        b.position_at_end(body_bb)
-        row = b.sdiv(t, width)
-        col = b.srem(t, width)
-        row_base = b.mul(row, width, flags=["nsw"])
-        row_end = b.add(row_base, width, flags=["nsw"])
-        row_end = b.select(b.icmp_signed("<", row_end, end32), row_end, end32)
-        outer, rest = [], row
-        for k in range(ndim - 2, -1, -1):  # row = index over dims[:-1], row-major
-            outer.insert(0, b.srem(rest, dims[k]))
-            rest = b.sdiv(rest, dims[k])
-        self.emit_threads(col, b.sub(row_end, row_base), (row_base, outer))
-        t.add_incoming(row_end, b.block)
-        b.branch(cond_bb)
-        b.position_at_end(exit_bb)
-
-    def emit_func(self) -> None:
-        f = self.state.funcs[self.fn.name]
+    def emit_func(self, f: ll.Function | None = None) -> None:
+        f = f or self.state.funcs[self.fn.name]
         self.llfn = f
         self.entry_block = f.append_basic_block("entry")
         self.b = ll.IRBuilder(self.entry_block)
@@ -377,7 +315,7 @@ class FunctionEmitter:
     def emit_array_store(self, s: ir.ArrayStore) -> None:
         arr_t = s.array.type
         ptr = self.element_ptr(s.array, s.indices, s.loc)
-        self.b.store(ops.to_memory(self.b, self.v(s.value), arr_t.dtype), ptr)
+        self.tag(self.b.store(ops.to_memory(self.b, self.v(s.value), arr_t.dtype), ptr), s.array)
 
     def emit_local_store(self, s: ir.LocalStore) -> None:
         ptr, ok = self.local_ptr(s.slot, s.index, s.loc)
@@ -427,6 +365,12 @@ class FunctionEmitter:
             term = b.mul(i, stride)
             offset = term if offset is None else b.add(offset, term)
         return b.gep(b.extract_value(arr, 0), [offset], source_etype=elem)
+
+    def tag(self, instruction: ll.Instruction, array: ir.Value) -> ll.Instruction:
+        """Gives a load or store of `array` its alias scopes, if it has any."""
+        if self.origins is not None and array.id in self.origins:
+            self.state.alias.tag(instruction, self.origins[array.id])
+        return instruction
 
     def local_ptr(self, slot: ir.Slot, index: ir.Value, loc: Loc):
         b = self.b
@@ -488,7 +432,7 @@ def _op_const(e: FunctionEmitter, s: ir.Op):
 
 def _op_binary(e: FunctionEmitter, s: ir.Op):
     a, b = s.args
-    return ops.binary(e.b, s.opcode, e.v(a), e.v(b), a.type)
+    return ops.binary(e.b, s.opcode, e.v(a), e.v(b), a.type, e.state.vector_division)
 
 
 def _op_compare(e: FunctionEmitter, s: ir.Op):
@@ -549,6 +493,9 @@ def _op_call(e: FunctionEmitter, s: ir.Op):
 
 def _op_call_func(e: FunctionEmitter, s: ir.Op):
     callee = e.state.funcs[s.attr]
+    origins = tuple(e.origins.get(a.id) for a in s.args) if e.origins is not None else ()
+    if any(o is not None for o in origins):  # the func's copy for the arrays it gets here
+        callee = llvm_alias.func_variant(e.state, e.state.func_ir[s.attr], origins)
     result = e.b.call(callee, [e.ctx, e.tid] + [e.v(a) for a in s.args])
     if e.debug:
         e.after_call_check()

@@ -21,7 +21,8 @@ Emitter = Any  # kernelc.codegen.llvm.FunctionEmitter (which imports this module
 def _op_array_load(e: Emitter, s: ir.Op):
     ptr = e.element_ptr(s.args[0], s.args[1:], s.loc)
     dtype = s.args[0].type.dtype
-    return ops.from_memory(e.b, e.b.load(ptr, typ=llvm_type(dtype, memory=True)), dtype)
+    value = e.tag(e.b.load(ptr, typ=llvm_type(dtype, memory=True)), s.args[0])
+    return ops.from_memory(e.b, value, dtype)
 
 
 def _op_load_address(e: Emitter, s: ir.Op):

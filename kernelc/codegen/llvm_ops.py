@@ -78,30 +78,72 @@ def _safe_divisor(b: ll.IRBuilder, x, y, t: T.ScalarType):
     return b.select(bad, ll.Constant(lt, 1), y), is_zero
 
 
-def _int_div(b, x, y, t):
-    d, is_zero = _safe_divisor(b, x, y, t)
-    q = b.sdiv(x, d) if t.kind == "int" else b.udiv(x, d)
+def _int_div(b, x, y, t, in_double=False):
+    if in_double:
+        q, _, _, is_zero = _divmod_in_double(b, x, y, t)
+    else:
+        d, is_zero = _safe_divisor(b, x, y, t)
+        q = b.sdiv(x, d) if t.kind == "int" else b.udiv(x, d)
     return b.select(is_zero, ll.Constant(q.type, 0), q)
 
 
-def _int_mod(b, x, y, t):
-    d, is_zero = _safe_divisor(b, x, y, t)
-    r = b.srem(x, d) if t.kind == "int" else b.urem(x, d)
+def _int_mod(b, x, y, t, in_double=False):
+    if in_double:
+        _, r, _, is_zero = _divmod_in_double(b, x, y, t)
+    else:
+        d, is_zero = _safe_divisor(b, x, y, t)
+        r = b.srem(x, d) if t.kind == "int" else b.urem(x, d)
     return b.select(is_zero, ll.Constant(r.type, 0), r)
 
 
-def _int_floordiv(b, x, y, t):
+def _int_floordiv(b, x, y, t, in_double=False):
     if t.kind == "uint":
-        return _int_div(b, x, y, t)
-    d, is_zero = _safe_divisor(b, x, y, t)
-    q = b.sdiv(x, d)
-    r = b.srem(x, d)
+        return _int_div(b, x, y, t, in_double)
+    if in_double:
+        q, r, d, is_zero = _divmod_in_double(b, x, y, t)
+    else:
+        d, is_zero = _safe_divisor(b, x, y, t)
+        q = b.sdiv(x, d)
+        r = b.srem(x, d)
     lt = q.type
     # Round toward -inf: step down when the remainder is non-zero and signs differ.
     adjust = b.and_(b.icmp_signed("!=", r, ll.Constant(lt, 0)),
                     b.icmp_signed("<", b.xor(r, d), ll.Constant(lt, 0)))
     q = b.sub(q, b.zext(adjust, lt))
     return b.select(is_zero, ll.Constant(lt, 0), q)
+
+
+def _divides_in_double(y, t: T.ScalarType) -> bool:
+    # A constant divisor becomes a multiply and shifts in LLVM: keep `sdiv` there.
+    return t.bits <= 32 and not isinstance(y, ll.Constant)
+
+
+_DIVISIONS = {OpCode.DIV: _int_div, OpCode.MOD: _int_mod, OpCode.FLOORDIV: _int_floordiv}
+
+
+def _divmod_in_double(b, x, y, t: T.ScalarType):
+    """Truncated quotient and remainder of ints of at most 32 bits, through one division
+    in double precision; also the divisor used and whether `y` is zero.
+
+    x86 has no SIMD integer division: a `sdiv` by a run-time value (`tid % width`) stays
+    one scalar division per lane and LLVM leaves such loops scalar. `vdivpd` divides 8
+    lanes at once; on a scalar dependency chain (a hash-grid walk) the conversions make it
+    slower than `idiv`, hence only for loops LLVM may vectorise.
+
+    Exact: the operands convert exactly, and for |x|, |y| <= 2**32 the rounded quotient
+    never reaches the next integer (its distance 1/|y| exceeds half an ulp of the
+    quotient), so truncating it gives C's quotient. MIN / -1 gives 2**31, which wraps to
+    MIN in 32 bits with remainder 0, as the scalar path (divisor replaced by 1) does.
+    """
+    lt = llvm_type(t)
+    is_zero = b.icmp_unsigned("==", y, ll.Constant(lt, 0))
+    d = b.select(is_zero, ll.Constant(lt, 1), y)
+    to_double = b.sitofp if t.kind == "int" else b.uitofp
+    f64 = ll.DoubleType()
+    quotient = b.fdiv(to_double(x, f64), to_double(d, f64))
+    q = b.trunc(b.fptosi(quotient, I64), lt)  # |quotient| <= 2**32 fits in 64 bits
+    r = b.sub(x, b.mul(q, d))
+    return q, r, d, is_zero
 
 
 def _shift(b, x, y, t, shift):
@@ -125,9 +167,6 @@ _INT_BINARY: dict[OpCode, Callable] = {
     OpCode.ADD: lambda b, x, y, t: b.add(x, y),
     OpCode.SUB: lambda b, x, y, t: b.sub(x, y),
     OpCode.MUL: lambda b, x, y, t: b.mul(x, y),
-    OpCode.DIV: _int_div,
-    OpCode.FLOORDIV: _int_floordiv,
-    OpCode.MOD: _int_mod,
     OpCode.BITAND: lambda b, x, y, t: b.and_(x, y),
     OpCode.BITOR: lambda b, x, y, t: b.or_(x, y),
     OpCode.BITXOR: lambda b, x, y, t: b.xor(x, y),
@@ -151,9 +190,15 @@ _FLOAT_BINARY: dict[OpCode, Callable] = {
 }
 
 
-def binary(b: ll.IRBuilder, op: OpCode, x, y, t: T.ScalarType):
-    table = _FLOAT_BINARY if t.is_float else _INT_BINARY
-    return table[op](b, x, y, t)
+def binary(b: ll.IRBuilder, op: OpCode, x, y, t: T.ScalarType, vector_division: bool = False):
+    """`x op y` of scalar type `t`. `vector_division`: divide ints of up to 32 bits by a
+    non-constant divisor in double precision, for a loop LLVM may vectorise (see
+    `_divmod_in_double`); in a scalar loop `idiv` is quicker."""
+    if t.is_float:
+        return _FLOAT_BINARY[op](b, x, y, t)
+    if op in _DIVISIONS:
+        return _DIVISIONS[op](b, x, y, t, vector_division and _divides_in_double(y, t))
+    return _INT_BINARY[op](b, x, y, t)
 
 
 _ICMP = {OpCode.EQ: "==", OpCode.NE: "!=", OpCode.LT: "<", OpCode.LE: "<=", OpCode.GT: ">",

@@ -49,6 +49,10 @@ class IRBuilder:
     def append(self, stmt: ir.Stmt) -> None:
         self._blocks[-1].append(stmt)
 
+    def current_block(self) -> list[ir.Stmt]:
+        """The block statements are being emitted into (a loop body, a branch, ...)."""
+        return self._blocks[-1]
+
     @contextmanager
     def region(self) -> Iterator[list[ir.Stmt]]:
         """Collects the statements emitted inside the `with` into a fresh list."""

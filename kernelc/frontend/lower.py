@@ -14,7 +14,9 @@ from kernelc.frontend.construct import ConstructLowering
 from kernelc.frontend.lower_aggregate import AggregateLowering
 from kernelc.frontend.lower_expr import ExprLowering, LocalArray, PyObj, TupleVal
 from kernelc.frontend.lower_stmt import StmtLowering
+from kernelc.frontend.lower_tile import TileLowering
 from kernelc.frontend.source import Source
+from kernelc.frontend.tile_value import Tile
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
@@ -71,8 +73,8 @@ class TidRef:
     """`kc.tid()` before we know how many values it is unpacked into."""
 
 
-class FunctionLowerer(AggregateLowering, ConstructLowering, ExprLowering, StmtLowering,
-                      ast.NodeVisitor):
+class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLowering,
+                      StmtLowering, ast.NodeVisitor):
     def __init__(self, ctx: CompileContext, source: Source, param_types: tuple[T.Type, ...],
                  is_kernel: bool, name: str, return_annotation: Any = None):
         self.ctx = ctx
@@ -83,6 +85,8 @@ class FunctionLowerer(AggregateLowering, ConstructLowering, ExprLowering, StmtLo
         self.b = IRBuilder()
         self.names: dict[str, Any] = {}
         self.loop_depth = 0
+        self.tile_homes: dict[str, list] = {}  # see TileLowering.assign_tile_name
+        self.tile_in_place = False
         self.return_types = return_annotation
 
     def lower(self) -> ir.Function:
@@ -141,6 +145,8 @@ class FunctionLowerer(AggregateLowering, ConstructLowering, ExprLowering, StmtLo
             if isinstance(stmt, ast.If) and stmt.orelse:
                 if self.always_returns(stmt.body) and self.always_returns(stmt.orelse):
                     return True
+            if isinstance(stmt, ast.While) and _is_forever(stmt):
+                return True  # only a return leaves `while True:` without a break
         return False
 
     # ---- the error choke point ------------------------------------------------------------
@@ -185,6 +191,8 @@ class FunctionLowerer(AggregateLowering, ConstructLowering, ExprLowering, StmtLo
 
     def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
         bound = self.names.get(name)
+        if isinstance(value, Tile) or isinstance(bound, Tile):
+            return self.assign_tile_name(name, value, node)
         if isinstance(value, TidRef):
             value = Val(self.b.op(OpCode.TID, (), T.int32, (0, 0)))
         if isinstance(bound, LocalArray):
@@ -304,3 +312,20 @@ _CONSTRUCT_NAMES = {
     "Delete": "'del'", "Yield": "'yield'", "Await": "'await'", "JoinedStr": "an f-string",
     "Starred": "'*' unpacking", "Slice": "slicing", "NamedExpr": "':='", "Match": "'match'",
 }
+
+
+def _is_forever(loop: ast.While) -> bool:
+    """A `while True:` (any constant truthy test) with no `break` of its own."""
+    if not (isinstance(loop.test, ast.Constant) and loop.test.value):
+        return False
+    pending = list(loop.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Break):
+            return False
+        if not isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+        elif node.orelse if isinstance(node, (ast.For, ast.While)) else False:
+            pending.extend(node.orelse)  # a break in a loop's else leaves the outer loop
+    return True
+

@@ -187,7 +187,10 @@ def _handlers(everything: bool = False):
 # names are used (its public objects live in it), which keeps it off the first launch.
 _FORM_MODULES = ("kernelc.frontend.construct", "kernelc.frontend.hash_grid_forms",
                  "kernelc.frontend.linalg_forms", "kernelc.frontend.mesh_forms",
-                 "kernelc.builtins.utility", "kernelc.frontend.sampling_forms")
+                 "kernelc.builtins.utility", "kernelc.frontend.sampling_forms",
+                 "kernelc.frontend.tile_forms", "kernelc.frontend.tile_views",
+                 "kernelc.frontend.tile_indexed", "kernelc.frontend.tile_linalg",
+                 "kernelc.frontend.tile_fft_scan")
 
 
 _PYTHON_SPECIALS = {print: "print", len: "len", range: "range"}

@@ -100,7 +100,7 @@ class array(GradMixin):
             element_layout(elem)
             dev = get_device(device)
             nbytes = elem.size * int(np.prod(dims))
-            alloc = memory.allocate(dev, nbytes, pinned)
+            alloc = memory.allocate(dev, nbytes, pinned, elem, dims)
             self._set(alloc, alloc.ptr, dims, contiguous_strides(dims, elem.size), elem)
         elif isinstance(data, array):
             self._init_from_array(data, resolved, shape, device, copy)
@@ -171,7 +171,7 @@ class array(GradMixin):
         if not copy and dev == src.device:
             self._set(src._alloc, src.ptr, src.shape, src.strides, src.dtype)
             return
-        alloc = memory.allocate(dev, src.size * elem.size, self.pinned)
+        alloc = memory.allocate(dev, src.size * elem.size, self.pinned, elem, src.shape)
         self._set(alloc, alloc.ptr, src.shape, contiguous_strides(src.shape, elem.size), elem)
         memory.copy_array(self, src)
 
@@ -203,7 +203,8 @@ class array(GradMixin):
             return
         staging = array._over(wrapped, wrapped.ptr, host.shape[:outer], host.strides[:outer],
                               dtype)
-        alloc = memory.allocate(dev, staging.size * dtype.size, self.pinned)
+        alloc = memory.allocate(dev, staging.size * dtype.size, self.pinned, dtype,
+                                staging.shape)
         dense = contiguous_strides(staging.shape, dtype.size)
         self._set(alloc, alloc.ptr, staging.shape, dense, dtype)
         memory.copy_array(self, staging)

@@ -27,6 +27,9 @@ class Runtime:
         # or None when tracing is off.
         self.trace: Any = None
         self.current_device: Any = None
+        # The allocation tracker while tracking is on (kernelc.runtime.alloc_tracker),
+        # else None: the one check array allocation pays when tracking is off.
+        self.alloc_tracker: Any = None
         self.cpu: Any = None  # the CPU backend's JIT engine and thread pool, built lazily
         self.extras: dict[str, Any] = {}
 

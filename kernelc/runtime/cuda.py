@@ -102,7 +102,8 @@ class DeviceInfo:
         self.null_stream: Any = None  # kernelc's own stream, the default current stream
         self.current_stream: Any = None  # a kernelc Stream object, or None for null_stream
         self.capturing = 0  # open graph captures on this device
-        self.deferred_frees: list[tuple[int, bool]] = []  # (ptr, pooled) freed in a capture
+        # (ptr, pooled), or a custom allocator's release callable, freed in a capture
+        self.deferred_frees: list[Any] = []
         self.capture_refs: list[Any] = []  # launches captured into the open graph
         self.pending: list[tuple[Any, Any]] = []  # (event, host object) of async transfers
 
@@ -260,7 +261,11 @@ def _free(info: DeviceInfo, ptr: int, pooled: bool) -> None:
 
 def _flush_deferred_frees(info: DeviceInfo) -> None:
     while info.deferred_frees and not info.capturing:
-        _free(info, *info.deferred_frees.pop())
+        entry = info.deferred_frees.pop()
+        if callable(entry):  # memory of a custom allocator: its own release function
+            entry()
+        else:
+            _free(info, *entry)
 
 
 def end_capture(info: DeviceInfo) -> None:

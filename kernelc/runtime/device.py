@@ -35,13 +35,17 @@ class Device:
         arch: The CUDA compute capability as an int (90 for sm_90), None for the CPU.
     """
 
-    __slots__ = ("alias", "ordinal", "name", "arch")
+    # _custom_allocator: set by kc.set_device_allocator (None: the built-in allocator);
+    # _allocators: the built-in allocator objects, created on first request.
+    __slots__ = ("alias", "ordinal", "name", "arch", "_custom_allocator", "_allocators")
 
     def __init__(self, alias: str, ordinal: int, name: str, arch: int | None = None) -> None:
         self.alias = alias
         self.ordinal = ordinal
         self.name = name
         self.arch = arch
+        self._custom_allocator: Any = None
+        self._allocators: dict[str, Any] | None = None
 
     @property
     def is_cpu(self) -> bool:
@@ -52,6 +56,42 @@ class Device:
     def is_cuda(self) -> bool:
         """True for a CUDA GPU."""
         return self.ordinal >= 0
+
+    @property
+    def default_allocator(self) -> Any:
+        """The built-in allocator without a memory pool: host memory on the CPU,
+        `cuMemAlloc` on CUDA. A custom allocator can wrap it (see `kc.set_device_allocator`)."""
+        from kernelc.runtime.allocators import builtin_allocator
+
+        return builtin_allocator(self, "default")
+
+    @property
+    def pinned_allocator(self) -> Any:
+        """The CPU's built-in allocator of pinned host memory (None on CUDA devices)."""
+        from kernelc.runtime.allocators import builtin_allocator
+
+        return builtin_allocator(self, "pinned") if self.is_cpu else None
+
+    @property
+    def mempool_allocator(self) -> Any:
+        """The CUDA device's memory-pool allocator; None on the CPU or without pools."""
+        from kernelc.runtime.allocators import builtin_allocator
+
+        return builtin_allocator(self, "mempool") if self.is_cuda else None
+
+    def get_allocator(self, pinned: bool = False) -> Any:
+        """The allocator that new arrays on this device come from.
+
+        Args:
+            pinned: On the CPU, the allocator of pinned arrays (ignored on CUDA devices).
+
+        Returns:
+            The custom allocator set with `kc.set_device_allocator` if any, else the
+            built-in one in use (on CUDA: the memory-pool allocator while pools are enabled).
+        """
+        from kernelc.runtime.allocators import device_allocator
+
+        return device_allocator(self, pinned)
 
     def __str__(self) -> str:
         return self.alias

@@ -16,6 +16,7 @@ from kernelc.config import ReduceMode, config
 from kernelc.errors import KernelError, KernelRuntimeError, render_caret
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
+from kernelc.runtime.launch_alias import overlapping, pick_variant, repick_variant
 from kernelc.timing.flags import TIMING_KERNEL, TIMING_KERNEL_BUILTIN
 from kernelc.timing.history import JitFlag  # noqa: E402
 from kernelc.timing.trace import active_sink
@@ -193,11 +194,18 @@ def _scalar_bits(t: T.ScalarType, v: Any):
 
 
 class Launch:
-    """A launch with its arguments packed once (`record_cmd=True`); `.launch()` reruns it."""
+    """A launch with its arguments packed once (`record_cmd=True`); `.launch()` reruns it.
 
-    def __init__(self, kernel, compiled: CpuKernel, dims, values, device):
+    `disjoint` says which variant `compiled` is for these arrays (see `launch_alias.py`):
+    True, the one assuming they share no memory; False, the one without; None, the kernel
+    makes no such assumption. Replacing an argument checks it again.
+    """
+
+    def __init__(self, kernel, compiled: CpuKernel, dims, values, device,
+                 disjoint: bool | None):
         self.kernel = kernel
         self.compiled = compiled
+        self.disjoint = disjoint
         self.dims = dims
         self.device = device
         self.values = list(values)  # keeps the arrays alive while the packed pointers exist
@@ -206,7 +214,7 @@ class Launch:
         # Only the thread that made it rewrites its packed arguments: another thread may be
         # running it at that moment.
         self.thread = threading.get_ident()
-        self._repack()
+        self._repack(recheck=False)
 
     def set_param_at_index(self, index: int, value: Any) -> None:
         """Replaces argument `index`; the value must have the type the launch was
@@ -257,7 +265,10 @@ class Launch:
             self._words[index] = words
         return words
 
-    def _repack(self) -> None:
+    def _repack(self, recheck: bool = True) -> None:
+        if recheck:  # an argument changed: it may need the other variant
+            self.compiled, self.disjoint = repick_variant(self.kernel, self.compiled,
+                                                          self.disjoint, self.values)
         self._words: dict[int, Any] = {}
         # Arguments passed by value whose Python objects can change in place.
         self.by_value = [i for i, t in enumerate(self.compiled.params)
@@ -271,9 +282,8 @@ class Launch:
         if self.kernel.options.get("reduce_mode") or config.reduce_mode is not ReduceMode.Direct:
             from kernelc.runtime.expand import expanded_run
 
-            overlapping = _overlapping(self.values, self.compiled.params)
             self.expand = expanded_run(self.kernel, self.compiled, self.args, self.values,
-                                       overlapping)
+                                       overlapping(self.values, self.compiled.params))
             if self.expand is not None:
                 from kernelc.runtime.compiler import get_cpu_kernel
 
@@ -421,7 +431,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
         # in place of old ones (repacked in place): reuse the packing.
         cmd = last[4]
         if record_cmd:
-            return Launch(kernel, cmd.compiled, cmd.dims, cmd.values, cmd.device)
+            return Launch(kernel, cmd.compiled, cmd.dims, cmd.values, cmd.device,
+                          cmd.disjoint)
         _run_or_capture(kernel, cmd)
         if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
             tape.record_launch(kernel, dim, max_blocks, inputs, outputs, cmd.device, block_dim)
@@ -462,12 +473,8 @@ def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[
     names = kernel.arg_names
     arrays = _in_place_arrays(values, types)
     _check_strides(kernel, names, types, arrays)
-    from kernelc.runtime.compiler import get_cpu_kernel
-
-    compiled = get_cpu_kernel(kernel, types)
-    if compiled.private_params and _overlapping(arrays, types):
-        compiled = get_cpu_kernel(kernel, types, private_atomics=False)
-    return Launch(kernel, compiled, dims, arrays, dev)
+    compiled, disjoint = pick_variant(kernel, types, arrays)
+    return Launch(kernel, compiled, dims, arrays, dev, disjoint)
 
 
 def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], device: Any,
@@ -526,14 +533,6 @@ def _module_block_dim(kernel) -> int | None:
     return None if options is None else options.get("block_dim")
 
 
-def _overlapping(values, types) -> bool:
-    """Whether any two array arguments share memory (then no array is thread-private)."""
-    spans = [span_of(v, t.dtype.size) for v, t in zip(values, types)
-             if isinstance(t, T.ArrayType) and v is not None]
-    spans.sort()
-    return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
-
-
 def _check_strides(kernel, names, types, values) -> None:
     for n, t, v in zip(names, types, values):
         if isinstance(t, T.ArrayType) and v is not None:
@@ -545,8 +544,4 @@ def _check_strides(kernel, names, types, values) -> None:
 
 
 # The reuse of a launch's packing (imported last: it refers back to this module).
-from kernelc.runtime.launch_reuse import (  # noqa: E402
-    rerun_adjoint,
-    same_or_repacked,
-    span_of,
-)
+from kernelc.runtime.launch_reuse import rerun_adjoint, same_or_repacked  # noqa: E402

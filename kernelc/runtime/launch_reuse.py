@@ -63,12 +63,14 @@ def same_or_repacked(kernel, last: tuple, values: list) -> bool:
             continue
         if L.arg_type(kernel, names[i], kernel.param_types[i], v, cmd.device) != params[i]:
             return False
-    if swapped and cmd.compiled.private_params:
+    if swapped and cmd.disjoint is not None:
         new_values = list(cmd.values)
         for i in swapped:
             new_values[i] = values[i]
-        if L._overlapping(new_values, params):
-            return False  # compiled for arrays that share no memory
+        # The variant depends on whether the arrays overlap: if that changed, the slow
+        # path packs the launch again with the other variant.
+        if L.overlapping(new_values, params) == cmd.disjoint:
+            return False
     for i in changed:
         v = values[i]
         if i in swapped:  # the packed array: data pointer, shape, byte strides
@@ -132,18 +134,3 @@ def rerun_adjoint(backward, dim: Any, device: Any, values: list[Any],
         return False
     L._run_or_capture(backward, last[4])
     return True
-
-
-def span_of(v, itemsize: int) -> tuple[int, int]:
-    """The byte range an array's elements cover (kept on the array: its layout is fixed)."""
-    found = getattr(v, "_kc_span", None)
-    if found is not None and found[0] == itemsize:
-        return found[1]
-    lo = hi = v.ptr
-    for n, s in zip(v.shape, v.strides):
-        reach = (n - 1) * s if n else 0
-        lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
-    span = (lo, hi + itemsize)
-    if hasattr(v, "__dict__"):
-        v._kc_span = (itemsize, span)
-    return span

@@ -312,9 +312,22 @@ def _copy_route(dest: Device, src: Device) -> tuple[Device, str]:
     return worker, _COPY_NAMES[src.is_cuda, dest.is_cuda]
 
 
-def allocate(device: Device, nbytes: int, pinned: bool = False) -> Allocation:
-    """New uninitialised memory of `nbytes` bytes on `device`."""
-    return backend(device).alloc(device, nbytes, pinned)
+def allocate(device: Device, nbytes: int, pinned: bool = False, dtype: Any = None,
+             shape: tuple[int, ...] | None = None) -> Allocation:
+    """New uninitialised memory of `nbytes` bytes on `device`, from the device's custom
+    allocator if one is set (`kc.set_device_allocator`), recorded by the allocation tracker
+    while tracking is on (`dtype` and `shape` describe the array for its report)."""
+    custom = device._custom_allocator
+    if custom is None or nbytes == 0 or (pinned and device.is_cpu):
+        alloc = backend(device).alloc(device, nbytes, pinned)
+    else:
+        from kernelc.runtime.allocators import allocate_custom
+
+        alloc = allocate_custom(custom, device, nbytes)
+    tracker = get_runtime().alloc_tracker
+    if tracker is not None and nbytes:
+        tracker.record(alloc, pinned, dtype, shape)
+    return alloc
 
 
 def copy_array(dest: array, src: array) -> None:

@@ -1,0 +1,245 @@
+"""Tiles in expressions and statements (a FunctionLowerer mixin): operators, element
+reads and writes, `t.shape`, and assignment. The tile operations themselves are special
+forms in `tile_forms`; `tile_value` holds the storage model.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from typing import Any
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.frontend import tile_value as tv
+from kernelc.frontend.builder import Val
+from kernelc.frontend.lower_expr import PyObj, TupleVal
+from kernelc.frontend.tile_value import Tile
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+_TEMP_NAMES = itertools.count()
+
+
+class TileLowering:
+    """Hooks of the other lowering mixins for tile values."""
+
+    # ---- helpers for the tile forms ---------------------------------------------------------
+
+    def static_shape(self, node: ast.AST, what: str = "tile shape") -> tuple[int, ...]:
+        """A compile-time shape: an int or a tuple of positive ints."""
+        return tv.check_shape(self.static_ints(node, what))
+
+    def static_ints(self, node: ast.AST, what: str) -> tuple[int, ...]:
+        """An int or a tuple of ints known at compile time."""
+        v = self.visit(node)
+        items = v.items if isinstance(v, TupleVal) else (v,)
+        if isinstance(v, PyObj) and isinstance(v.obj, (tuple, list)):
+            items = tuple(PyObj(x) for x in v.obj)
+        shape = []
+        for item in items:
+            if isinstance(item, Val) and isinstance(item.const, int) \
+                    and not isinstance(item.const, bool):
+                shape.append(item.const)
+            elif isinstance(item, PyObj) and isinstance(item.obj, int):
+                shape.append(int(item.obj))
+            else:
+                raise KernelError(f"the {what} must be a constant int or tuple of ints")
+        return tuple(shape)
+
+    def tile_operand(self, node: ast.AST, what: str) -> Tile:
+        v = self.visit(node)
+        if not isinstance(v, Tile):
+            raise KernelError(f"{what} needs a tile, got {_describe(v)}")
+        return v
+
+    def int32_value(self, v: Any, node: ast.AST) -> Any:
+        v = self.as_val(v, node)
+        if not (isinstance(v.type, T.ScalarType) and v.type.is_int):
+            raise KernelError(f"tile offsets and indices must be integers, got {v.type!r}")
+        return self.b.cast(v.value, T.int32)
+
+    def call_on_values(self, callee: ast.expr, values: list, node: ast.AST) -> Any:
+        """Lowers `callee(*values)` for values already lowered, through the ordinary call
+        path (builtins, funcs, generic funcs alike)."""
+        names = [f"__tile_operand{next(_TEMP_NAMES)}" for _ in values]
+        for name, v in zip(names, values):
+            self.names[name] = v
+        call = ast.Call(func=callee, args=[ast.Name(id=n, ctx=ast.Load()) for n in names],
+                        keywords=[])
+        ast.copy_location(call, node)
+        ast.fix_missing_locations(call)
+        try:
+            return self.visit(call)
+        finally:
+            for name in names:
+                del self.names[name]
+
+    def elementwise(self, operands: list, combine, node: ast.AST) -> Tile:
+        """A new tile whose elements are `combine(*elements)` (Vals), operands being tiles of
+        one shape or single values used for every element."""
+        tiles = [x for x in operands if isinstance(x, Tile)]
+        shape = tiles[0].shape
+        for t in tiles[1:]:
+            if t.shape != shape:
+                raise KernelError(f"tile shapes differ: {shape} and {t.shape}")
+        b = self.b
+        with tv.loop_nest(b, shape) as idx:
+            elems = [Val(tv.load(b, x, idx)) if isinstance(x, Tile) else x for x in operands]
+            result = self.as_val(combine(*elems), node)
+            # The element type is known only now; a slot is storage, not a statement, so
+            # the tile can be made inside the loop.
+            out = tv.new_tile(b, result.type, shape)
+            tv.store(b, out, idx, result.value)
+        return out
+
+    # ---- operators --------------------------------------------------------------------------
+
+    def binary(self, op: OpCode, a: Any, b: Any, node: ast.AST):
+        if not (isinstance(a, Tile) or isinstance(b, Tile)):
+            return super().binary(op, a, b, node)
+        for x in (a, b):
+            if not isinstance(x, Tile):
+                self.as_val(x, node)  # a clear error for tuples and the like
+        return self.elementwise([a, b], lambda x, y: super(TileLowering, self).binary(
+            op, x, y, node), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        operand = self.visit(node.operand)
+        name = f"__tile_operand{next(_TEMP_NAMES)}"
+        self.names[name] = operand
+        try:
+            if not isinstance(operand, Tile):
+                inner = ast.copy_location(
+                    ast.UnaryOp(op=node.op, operand=ast.Name(id=name, ctx=ast.Load())), node)
+                return super().visit_UnaryOp(ast.fix_missing_locations(inner))
+            if not isinstance(node.op, (ast.USub, ast.UAdd)):
+                raise KernelError("only unary '-' and '+' apply to tiles")
+            if isinstance(node.op, ast.UAdd):
+                return operand
+
+            def negate(x: Val):
+                inner = ast.copy_location(
+                    ast.UnaryOp(op=node.op, operand=ast.Name(id=elem, ctx=ast.Load())), node)
+                self.names[elem] = x
+                try:
+                    return super(TileLowering, self).visit_UnaryOp(ast.fix_missing_locations(inner))
+                finally:
+                    del self.names[elem]
+
+            elem = f"__tile_operand{next(_TEMP_NAMES)}"
+            return self.elementwise([operand], negate, node)
+        finally:
+            del self.names[name]
+
+    # ---- element access ---------------------------------------------------------------------
+
+    def value_subscript(self, base: Any, indices, node: ast.AST):
+        if not isinstance(base, Tile):
+            return super().value_subscript(base, indices, node)
+        idx = self.tile_indices(base, indices)
+        if len(idx) > base.ndim:
+            raise KernelError(f"too many indices ({len(idx)}) for a {base.ndim}-d tile")
+        if len(idx) < base.ndim:
+            # `t[i]` of a 2-d tile: the row, a view with a run-time offset is not kept, so
+            # the row is copied.
+            row = tv.new_tile(self.b, base.dtype, base.shape[len(idx):])
+            with tv.loop_nest(self.b, row.shape) as rest:
+                tv.store(self.b, row, rest, tv.load(self.b, base, [*idx, *rest]))
+            return row
+        return Val(tv.load(self.b, base, idx))
+
+    def assign_component(self, base, indices, value: Val, target: ast.AST) -> None:
+        if not isinstance(base, Tile):
+            return super().assign_component(base, indices, value, target)
+        if len(indices) != base.ndim:
+            raise KernelError(f"a {base.ndim}-d tile needs {base.ndim} indices, "
+                              f"got {len(indices)}")
+        value = self.coerce(value, base.dtype) if value.weak else value
+        if value.type != base.dtype:
+            raise KernelError(f"cannot store a {value.type!r} value in a tile of {base.dtype!r}")
+        tv.store(self.b, base, self.tile_indices(base, indices), value.value)
+
+    def tile_indices(self, tile: Tile, indices) -> list:
+        """The indices as int32; a constant one out of range is an error, and in debug mode
+        a run-time one is checked (each dimension, not just the flat position)."""
+        out = []
+        for axis, (i, n) in enumerate(zip(indices, tile.shape)):
+            if i.const is not None:
+                if not 0 <= i.const < n:
+                    raise KernelError(f"index {i.const} out of range for axis {axis} of a "
+                                      f"{tile!r}")
+            else:
+                b = self.b
+                k = b.cast(i.value, T.int32)
+                ok = b.op(OpCode.BITAND, (b.op(OpCode.GE, (k, tv.const(b, 0)), T.bool_),
+                                          b.op(OpCode.LT, (k, tv.const(b, n)), T.bool_)),
+                          T.bool_)
+                b.append(ir.Assert(b.loc, ok, f"tile index {axis} within 0..{n - 1}"))
+            out.append(self.b.cast(i.value, T.int32))
+        return out + [self.b.cast(i.value, T.int32) for i in indices[len(out):]]
+
+    def value_attribute(self, base: Any, attr: str, node: ast.AST):
+        if isinstance(base, Tile):
+            if attr == "shape":
+                return self.from_python(base.shape, node)
+            if attr == "dtype":
+                return PyObj(base.dtype)
+            raise KernelError(f"a tile has no attribute '{attr}'")
+        return super().value_attribute(base, attr, node)
+
+    # ---- assignment -------------------------------------------------------------------------
+
+    def assign_tile_name(self, name: str, value: Any, node: ast.AST) -> None:
+        """`name = value` where either side is a tile."""
+        bound = self.names.get(name)
+        if not isinstance(value, Tile):
+            raise KernelError(f"'{name}' holds a {bound!r}; it cannot become "
+                              f"{_describe(value)}")
+        homes = self.tile_homes  # name -> the block its tile was first bound in
+        here = self.b.current_block()
+        if isinstance(bound, Tile):
+            if value == bound:
+                return
+            if not self.tile_in_place and homes.get(name) is here:
+                # Straight-line code: the name now means the new tile, as in Warp; views
+                # taken of the old one keep its values.
+                self.names[name] = value
+                return
+            # In a loop or branch the variable keeps its storage, so the next iteration
+            # (or the code after the branch) reads the new values; `t += u` is in place.
+            if value.shape != bound.shape or value.dtype != bound.dtype:
+                raise KernelError(f"'{name}' holds a {bound!r}; inside a loop or branch, or "
+                                  f"with an augmented assignment, it can only take a tile of "
+                                  f"the same shape and type, not a {value!r}")
+            if value.slot == bound.slot:  # e.g. `t = tile_transpose(t)`: copy via a temporary
+                value = tv.materialise(self.b, value)
+            tv.copy(self.b, bound, value)
+            return
+        if bound is not None:
+            raise KernelError(f"'{name}' does not hold a tile; it cannot become one")
+        self.names[name] = value
+        homes[name] = here
+
+    def visit_AugAssign(self, node: ast.AugAssign):
+        self.tile_in_place = True  # `t += u` updates t's storage (views of t see it)
+        try:
+            return super().visit_AugAssign(node)
+        finally:
+            self.tile_in_place = False
+
+    def as_val(self, v: Any, node: ast.AST | None) -> Val:
+        if isinstance(v, Tile):
+            raise KernelError(f"a {v!r} cannot be used as a single value here; index it "
+                              f"(t[i]) or pass it to a tile operation (tiles cannot be "
+                              f"passed to or returned from funcs)")
+        return super().as_val(v, node)
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, Val):
+        return f"a {v.type!r}"
+    if isinstance(v, PyObj):
+        return repr(v.obj)
+    return type(v).__name__
+

@@ -1,0 +1,229 @@
+"""Gathers and scatters through a tile of indices, random tiles, per-lane writes into a
+tile, and the block queries (`block_dim`, `tile_from_thread`); special forms, see
+`tile_forms`."""
+
+from __future__ import annotations
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.frontend import tile_value as tv
+from kernelc.frontend.builder import Val
+from kernelc.frontend.lower_expr import PyObj
+from kernelc.frontend.tile_forms import _array, _offsets, _storage, form_table
+from kernelc.frontend.tile_value import Tile
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+from kernelc.runtime.tiled import LANES
+
+form = form_table(globals())
+
+
+@form("block_dim", "", "The number of lanes in a block: 1 in kernelc, whose tile operations "
+      "run one lane per block.")
+def _block_dim(lowerer, args, node):
+    return Val(lowerer.b.const(LANES, T.int32), const=LANES)
+
+
+@form("tile_from_thread", "shape, value, thread_idx=, storage=",
+      "A tile of `shape` filled with the value of lane `thread_idx` (the only lane, 0, "
+      "in kernelc).")
+def _tile_from_thread(lowerer, args, node):
+    _storage(lowerer, args)
+    v = lowerer.as_val(lowerer.visit(args["value"]), node)
+    if "thread_idx" in args:
+        lowerer.int32_value(lowerer.visit(args["thread_idx"]), node)
+    t = tv.new_tile(lowerer.b, v.type, lowerer.static_shape(args["shape"]))
+    tv.fill(lowerer.b, t, v.value)
+    return t
+
+
+def _indexed(lowerer, args, node, what: str, shape: tuple[int, ...] | None, element) -> Tile:
+    """Loops over the tile's elements with the array position of each: `offset[d] + c[d]`,
+    and `offset[axis] + indices[c[axis]]` along `axis`; elements whose position falls
+    outside the array are handed `ok` false. Returns the array."""
+    arr = _array(lowerer, args["a"], what)
+    indices = lowerer.tile_operand(args["indices"], what)
+    if indices.ndim != 1 or indices.dtype != T.int32:
+        raise KernelError(f"{what}: the indices must be a 1-d tile of int32, got {indices!r}")
+    axis = lowerer.static_int(args["axis"], "axis") if "axis" in args else 0
+    if not 0 <= axis < arr.ndim:
+        raise KernelError(f"{what}: axis {axis} out of range for a {arr.ndim}-d array")
+    if len(shape) != arr.ndim:
+        raise KernelError(f"{what}: a {len(shape)}-d tile for a {arr.ndim}-d array")
+    if shape[axis] != indices.shape[0]:
+        raise KernelError(f"{what}: {indices.shape[0]} indices for {shape[axis]} elements "
+                          f"along axis {axis}")
+    offsets = _offsets(lowerer, args, arr.ndim)
+    b = lowerer.b
+    with tv.loop_nest(b, shape) as idx:
+        where = []
+        for d, (o, c) in enumerate(zip(offsets, idx)):
+            step = tv.load(b, indices, [c]) if d == axis else c
+            where.append(b.op(OpCode.ADD, (o, step), T.int32))
+        ok = None
+        for d, w in enumerate(where):
+            inside = b.op(OpCode.BITAND, (b.op(OpCode.GE, (w, tv.const(b, 0)), T.bool_),
+                                          b.op(OpCode.LT, (w, arr.extent(b, d)), T.bool_)),
+                          T.bool_)
+            ok = inside if ok is None else b.op(OpCode.BITAND, (ok, inside), T.bool_)
+        element(arr, idx, where, ok)
+    return arr
+
+
+@form("tile_load_indexed", "a, indices, shape, offset=, axis=, storage=",
+      "A tile gathered from `a`: along `axis` the positions come from the 1-d int tile "
+      "`indices`; positions outside the array read as zero.")
+def _tile_load_indexed(lowerer, args, node):
+    _storage(lowerer, args)
+    shape = lowerer.static_shape(args["shape"])
+    b = lowerer.b
+    out: list[Tile] = []
+
+    def element(arr, idx, where, ok):
+        if not out:
+            out.append(tv.new_tile(b, arr.dtype, shape))
+        with b.region() as then:
+            tv.store(b, out[0], idx, b.op(OpCode.ARRAY_LOAD, arr.args(where), arr.dtype))
+        with b.region() as other:
+            tv.store(b, out[0], idx, tv.zero_value(b, arr.dtype))
+        b.append(ir.If(b.loc, ok, tuple(then), tuple(other)))
+
+    _indexed(lowerer, args, node, "tile_load_indexed()", shape, element)
+    return out[0]
+
+
+def _scatter(lowerer, args, node, what: str, write):
+    t = lowerer.tile_operand(args["t"], what)
+    b = lowerer.b
+
+    def element(arr, idx, where, ok):
+        if t.dtype != arr.dtype:
+            raise KernelError(f"{what}: a tile of {t.dtype!r} and an array of {arr.dtype!r}")
+        with b.region() as then:
+            write(arr, idx, where, tv.load(b, t, idx))
+        b.append(ir.If(b.loc, ok, tuple(then)))
+
+    _indexed(lowerer, args, node, what, t.shape, element)
+    return t
+
+
+@form("tile_store_indexed", "a, indices, t, offset=, axis=",
+      "Scatters tile `t` into `a`: along `axis` the positions come from the 1-d int tile "
+      "`indices`; elements whose position falls outside the array (e.g. -1) are skipped.")
+def _tile_store_indexed(lowerer, args, node):
+    b = lowerer.b
+
+    def write(arr, idx, where, value):
+        b.append(ir.ArrayStore(b.loc, arr.value, arr.args(where)[1:], value))
+
+    _scatter(lowerer, args, node, "tile_store_indexed()", write)
+    return PyObj(None)
+
+
+@form("tile_atomic_add_indexed", "a, indices, t, offset=, axis=",
+      "Atomically adds tile `t` into `a` at positions gathered through `indices` along "
+      "`axis` (repeats accumulate); returns a tile of the values replaced.")
+def _tile_atomic_add_indexed(lowerer, args, node):
+    b = lowerer.b
+    t = lowerer.tile_operand(args["t"], "tile_atomic_add_indexed()")
+    old = tv.new_tile(b, t.dtype, t.shape)
+    tv.fill(b, old, tv.zero_value(b, t.dtype))
+
+    def write(arr, idx, where, value):
+        tv.store(b, old, idx, b.op(OpCode.ATOMIC, (*arr.args(where), value), arr.dtype, "add"))
+
+    _scatter(lowerer, args, node, "tile_atomic_add_indexed()", write)
+    return old
+
+
+# ---- random tiles -------------------------------------------------------------------------
+
+def _random_tile(lowerer, args, node, name: str, dtype: T.ScalarType):
+    """Elements drawn in row-major order from a stream seeded with the hash of `rng` plus
+    the lane (0), leaving `rng` itself unchanged, as Warp does."""
+    _storage(lowerer, args)
+    from kernelc.builtins.random import pcg
+
+    b = lowerer.b
+    shape = lowerer.static_shape(args["shape"])
+    rng = lowerer.as_val(lowerer.visit(args["rng"]), node)
+    if rng.type != T.uint32:
+        raise KernelError(f"{name}(): rng must be a uint32 state from rand_init(), "
+                          f"got {rng.type!r}")
+    bounds = [args.get("min"), args.get("max")]
+    if (bounds[0] is None) != (bounds[1] is None):
+        raise KernelError(f"{name}() takes both min and max, or neither")
+    extra = [] if bounds[0] is None else [_value(lowerer, n, dtype) for n in bounds]
+    state = b.new_slot("tile_rng", T.uint32)
+    b.store(state, pcg(b, rng.value))
+    t = tv.new_tile(b, dtype, shape)
+    flat = t.view((t.size,), (1,))
+    with tv.counted_loop(b, 0, t.size) as k:
+        draw = b.call("randf" if dtype == T.float32 else "randi", [b.load(state), *extra])
+        b.store(state, pcg(b, b.load(state)))
+        tv.store(b, flat, [k], draw)
+    return t
+
+
+def _value(lowerer, node, dtype: T.ScalarType):
+    v = lowerer.as_val(lowerer.visit(node), node)
+    v = lowerer.coerce(v, dtype) if v.weak else v
+    if v.type != dtype:
+        raise KernelError(f"expected a {dtype!r} bound, got {v.type!r}")
+    return v.value
+
+
+@form("tile_randf", "shape, rng, min=, max=, storage=",
+      "A float32 tile of uniform values in [0, 1) (or [min, max)) drawn from `rng`, which "
+      "is left unchanged.")
+def _tile_randf(lowerer, args, node):
+    return _random_tile(lowerer, args, node, "tile_randf", T.float32)
+
+
+@form("tile_randi", "shape, rng, min=, max=, storage=",
+      "An int32 tile of random values (or values in [min, max)) drawn from `rng`, which is "
+      "left unchanged.")
+def _tile_randi(lowerer, args, node):
+    return _random_tile(lowerer, args, node, "tile_randi", T.int32)
+
+
+# ---- per-lane writes into a tile ----------------------------------------------------------
+
+def _lane_write(lowerer, args, node, name: str, accumulate: bool):
+    t = lowerer.tile_operand(args["a"], f"{name}()")
+    rest = list(args.get("args", []))
+    for key in ("value", "has_value"):
+        if key in args:
+            rest.append(args[key])
+    if len(rest) != t.ndim + 2:
+        raise KernelError(f"{name}() takes {t.ndim} index(es), a value and has_value for a "
+                          f"{t.ndim}-d tile")
+    b = lowerer.b
+    idx = lowerer.tile_indices(t, [lowerer.as_val(lowerer.visit(n), n) for n in rest[:-2]])
+    value = lowerer.as_val(lowerer.visit(rest[-2]), node)
+    value = lowerer.coerce(value, t.dtype) if value.weak else value
+    if value.type != t.dtype:
+        raise KernelError(f"{name}(): a {value.type!r} value for a tile of {t.dtype!r}")
+    flag = lowerer.truth(lowerer.visit(rest[-1]), node)
+    with b.region() as then:
+        new = value
+        if accumulate:
+            new = lowerer.as_val(lowerer.binary(OpCode.ADD, Val(tv.load(b, t, idx)), value,
+                                                node), node)
+        tv.store(b, t, idx, new.value)
+    b.append(ir.If(b.loc, flag.value, tuple(then)))
+    return PyObj(None)
+
+
+@form("tile_scatter_add", "a, *args, value=, has_value=, atomic=",
+      "tile_scatter_add(t, i[, j[, k]], value, has_value): adds `value` to t[i, ...] when "
+      "has_value is true (the lane's contribution; one lane per block in kernelc).")
+def _tile_scatter_add(lowerer, args, node):
+    return _lane_write(lowerer, args, node, "tile_scatter_add", True)
+
+
+@form("tile_scatter_masked", "a, *args, value=, has_value=",
+      "tile_scatter_masked(t, i[, j[, k]], value, has_value): sets t[i, ...] to `value` when "
+      "has_value is true.")
+def _tile_scatter_masked(lowerer, args, node):
+    return _lane_write(lowerer, args, node, "tile_scatter_masked", False)

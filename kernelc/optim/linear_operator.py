@@ -1,0 +1,222 @@
+"""`LinearOperator`, `aslinearoperator` and `preconditioner` (Warp's `warp.optim.linear`).
+
+A linear operator is a shape, an element type, a device and a generalised matrix-vector
+product `matvec(x, y, z, alpha, beta)`: z = alpha * A x + beta * y. Dense matrices (2-d
+arrays) and diagonal ones (1-d arrays) of float32 or float64 scalars have built-in
+products; anything else can be wrapped by giving its own `matvec`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import kernelc as kc
+from kernelc import types as T
+from kernelc.optim import linear_kernels as K
+from kernelc.runtime.array import array
+from kernelc.runtime.device import Device
+
+SCALAR_TYPES = (T.float32, T.float64)
+
+_NO_SPARSE = ("kernelc has no sparse matrices (Warp's warp.sparse.BsrMatrix) yet; pass a "
+              "dense 2-d kc.array, a 1-d kc.array of diagonal values, or a LinearOperator "
+              "with your own matvec")
+
+
+class LinearOperator:
+    """A linear operator, the left-hand side of the iterative solvers (Warp's
+    `warp.optim.linear.LinearOperator`).
+
+    `matvec(x, y, z, alpha, beta)` must store `alpha * (A @ x) + beta * y` in `z`, for 1-d
+    arrays `x`, `y` and `z`; the solvers call it with `alpha` and `beta` as keyword
+    arguments. `z` may be `y` itself (then `beta` is 0). If `matvec` does anything but
+    launch kernels, pass `use_cuda_graph=False` to the solvers on CUDA devices.
+
+    Args:
+        shape: (rows, columns) of the operator.
+        dtype: Type of the operator's elements (float32 or float64 for the solvers).
+        device: Device on which the products run.
+        matvec: The generalised matrix-vector product.
+        batch_offsets: Warp's partition into independent subproblems; kernelc does not
+            solve batched systems, so it must be None.
+        max_batch_length: Goes with `batch_offsets`; must be None.
+
+    Raises:
+        NotImplementedError: `batch_offsets` or `max_batch_length` is given.
+    """
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, device: Any, matvec: Callable,
+                 batch_offsets: array | None = None,
+                 max_batch_length: int | None = None) -> None:
+        if batch_offsets is not None or max_batch_length is not None:
+            raise NotImplementedError("batched linear operators (batch_offsets, "
+                                      "max_batch_length) are not supported by kernelc")
+        self._shape = tuple(shape)
+        self._dtype = dtype
+        self._device = device
+        self._matvec = matvec
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Number of rows and columns ((n,) for an operator made from diagonal values)."""
+        return self._shape
+
+    @property
+    def dtype(self) -> Any:
+        """Type of the operator's elements."""
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        """Device on which the products run."""
+        return self._device
+
+    @property
+    def matvec(self) -> Callable:
+        """The product: `op.matvec(x, y, z, alpha, beta)` stores `alpha * A x + beta * y`
+        in `z`."""
+        return self._matvec
+
+    @property
+    def scalar_type(self) -> Any:
+        """Scalar type of the elements (the element type itself for scalars)."""
+        dtype = self._dtype
+        return dtype.dtype if isinstance(dtype, (T.VectorType, T.MatrixType)) else dtype
+
+    @property
+    def batch_offsets(self) -> None:
+        """Always None: kernelc's operators hold one system."""
+        return None
+
+    @property
+    def batch_count(self) -> int:
+        """Number of independent subproblems: 1."""
+        return 1
+
+    @property
+    def max_batch_length(self) -> None:
+        """Always None (see `batch_offsets`)."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"LinearOperator(shape={self._shape}, dtype={self._dtype!r}, device={self._device})"
+
+
+def is_sparse_matrix(A: Any) -> bool:
+    """Whether `A` looks like a Warp sparse matrix (which kernelc cannot take)."""
+    module = type(A).__module__ or ""
+    return type(A).__name__ == "BsrMatrix" or (module.startswith("warp") and "sparse" in module)
+
+
+def _check_matrix_array(A: array, what: str) -> None:
+    if A.ptr is None:
+        raise TypeError(f"{what}: the matrix must be a kc.array with memory, not a type "
+                        f"annotation")
+    if A.dtype not in SCALAR_TYPES:
+        raise TypeError(f"{what}: the matrix must hold float32 or float64 scalars, got "
+                        f"{A.dtype!r}")
+    if A.ndim not in (1, 2):
+        raise ValueError(f"{what}: the matrix must be a 2-d array (dense) or a 1-d array "
+                         f"(diagonal), got {A.ndim} dimensions")
+
+
+def _dense_matvec(A: array) -> Callable:
+    def dense_mv(x: array, y: array, z: array, alpha: float, beta: float) -> None:
+        scalar = A.dtype
+        kc.launch(K.dense_mv_kernel, dim=A.shape[0], device=A.device,
+                  inputs=[A, x, y, z, scalar(alpha), scalar(beta), scalar(0)])
+
+    return dense_mv
+
+
+def _diag_matvec(A: array) -> Callable:
+    def diag_mv(x: array, y: array, z: array, alpha: float, beta: float) -> None:
+        scalar = A.dtype
+        kc.launch(K.diag_mv_kernel, dim=A.shape[0], device=A.device,
+                  inputs=[A, x, y, z, scalar(alpha), scalar(beta), scalar(0)])
+
+    return diag_mv
+
+
+def aslinearoperator(A: Any, batch_offsets: array | None = None,
+                     max_batch_length: int | None = None) -> LinearOperator | None:
+    """Wraps a matrix as a `LinearOperator` (Warp's `warp.optim.linear.aslinearoperator`).
+
+    `A` may be a 2-d `kc.array` (a dense matrix), a 1-d `kc.array` (the diagonal of a
+    diagonal matrix), both of float32 or float64, or a `LinearOperator` (returned as it
+    is, as is None).
+
+    Args:
+        A: The matrix.
+        batch_offsets: Must be None (kernelc does not solve batched systems).
+        max_batch_length: Must be None.
+
+    Returns:
+        The operator (None for None).
+
+    Raises:
+        NotImplementedError: `A` is a sparse matrix (kernelc has no `warp.sparse` yet), or
+            batch arguments are given.
+        TypeError: The array's dtype is not float32 or float64.
+        ValueError: `A` is of another kind.
+    """
+    if A is None or isinstance(A, LinearOperator):
+        return A
+    if isinstance(A, array):
+        _check_matrix_array(A, "aslinearoperator")
+        matvec = _dense_matvec(A) if A.ndim == 2 else _diag_matvec(A)
+        return LinearOperator(A.shape, A.dtype, A.device, matvec, batch_offsets=batch_offsets,
+                              max_batch_length=max_batch_length)
+    if is_sparse_matrix(A):
+        raise NotImplementedError(f"aslinearoperator: {_NO_SPARSE}")
+    raise ValueError(f"Unable to create LinearOperator from {A!r} (expected a 2-d or 1-d "
+                     f"kc.array or a LinearOperator)")
+
+
+def _jacobi(A: Any, use_abs: bool) -> LinearOperator:
+    if not isinstance(A, array) or A.ndim != 2:
+        if is_sparse_matrix(A):
+            raise NotImplementedError(f"preconditioner: {_NO_SPARSE}")
+        raise ValueError(f"Unsupported source matrix type for building diagonal preconditioner: "
+                         f"{A!r} (expected a dense 2-d kc.array)")
+    _check_matrix_array(A, "preconditioner")
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"preconditioner: the matrix must be square, got shape {A.shape}")
+    scalar = A.dtype
+    inv_diag = kc.empty(A.shape[0], dtype=scalar, device=A.device)
+    kc.launch(K.inverse_diagonal_kernel, dim=A.shape[0], device=A.device,
+              inputs=[A, inv_diag, int(use_abs), scalar(0), scalar(1)])
+    return aslinearoperator(inv_diag)
+
+
+_SPARSE_PTYPES = ("block_jacobi_direct", "block_jacobi_sequential", "block_jacobi_tile", "fsai")
+
+
+def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
+    """A preconditioner for a dense matrix (Warp's `warp.optim.linear.preconditioner`).
+
+    Args:
+        A: A square 2-d `kc.array` of float32 or float64.
+        ptype: `"diag"`: Jacobi, the inverse of A's diagonal; `"diag_abs"`: the inverse of
+            the absolute values of A's diagonal; `"id"`: no preconditioner (None). A zero
+            diagonal coefficient is inverted to 1. Warp's block-Jacobi and FSAI types need
+            sparse block matrices, which kernelc does not have.
+
+    Returns:
+        A diagonal `LinearOperator`, or None for `"id"`.
+
+    Raises:
+        ValueError: Unknown `ptype` (None included, as in Warp), or `A` is not a square
+            2-d array.
+        NotImplementedError: A sparse-only `ptype`, or a sparse `A`.
+    """
+    if ptype == "id":
+        return None
+    if ptype in ("diag", "diag_abs"):
+        return _jacobi(A, use_abs=ptype == "diag_abs")
+    if ptype in _SPARSE_PTYPES:
+        raise NotImplementedError(f"preconditioner type '{ptype}' needs a sparse block "
+                                  f"matrix: {_NO_SPARSE}")
+    raise ValueError(f"Unsupported preconditioner type '{ptype}' (kernelc supports 'diag', "
+                     f"'diag_abs' and 'id')")

@@ -1,0 +1,99 @@
+"""Which compiled variant a CPU launch runs, by whether its array arguments share memory.
+
+A kernel's default CPU variant (`CpuOptions.private_atomics`) is compiled for launches
+whose array arguments share no memory: atomics on arrays each thread only touches at its
+own element are plain updates, and loads and stores of array arguments carry alias scopes
+(`codegen/llvm_alias.py`), which is what lets LLVM vectorise gathers such as a stencil's.
+A launch whose arrays overlap (one array passed as input and output, two views of one
+buffer) runs the variant compiled without those promises instead.
+
+The check needs the byte ranges of the array arguments (kept on each array), so it is made
+when a launch is packed; a launch that reuses its packing with the same arrays pays nothing,
+and one that swaps arrays (`launch_reuse.py`) checks the new set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kernelc import types as T
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+
+def makes_promises(kernel: Any, types: tuple[T.Type, ...]) -> bool:
+    """Whether the default variant of `kernel` for `types` may assume disjoint arrays: it
+    has two array parameters or more and stores into an array or updates one atomically.
+
+    Read from the kernel's unoptimised IR, which has every store and atomic the optimised
+    IR (which the code generator reads) has, so the answer errs on the safe side.
+    """
+    if sum(isinstance(t, T.ArrayType) for t in types) < 2:
+        return False
+    known = getattr(kernel, "_kc_promises", None)  # by types (not in `kernel.compiled`,
+    if known is None:  # which holds compiled code only)
+        known = kernel._kc_promises = {}
+    found = known.get(types)
+    if found is None:
+        module = kernel.get_ir(types)
+        found = known[types] = any(_writes(fn) for fn in (module.kernel, *module.funcs))
+    return found
+
+
+def _writes(fn: ir.Function) -> bool:
+    return any(isinstance(s, ir.ArrayStore)
+               or (isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC) for s in ir.walk(fn.body))
+
+
+def pick_variant(kernel: Any, types: tuple[T.Type, ...], values: Sequence[Any]):
+    """(the compiled kernel to run, disjoint): `disjoint` is True when the arrays were found
+    to share no memory and the default variant relies on it, False when they overlap (the
+    variant without promises runs), None when the kernel makes no such promise."""
+    from kernelc.runtime.compiler import get_cpu_kernel
+
+    # The default variant first: its compile lowers the kernel (and reports the time).
+    compiled = get_cpu_kernel(kernel, types)
+    if not makes_promises(kernel, types):
+        return compiled, None
+    if overlapping(values, types):
+        return get_cpu_kernel(kernel, types, private_atomics=False), False
+    return compiled, True
+
+
+def repick_variant(kernel: Any, compiled: Any, disjoint: bool | None, values: Sequence[Any]):
+    """`pick_variant` for new `values` of a launch that runs `compiled`, the variant that
+    `disjoint` says: looked up again only when the answer changes."""
+    if disjoint is None or overlapping(values, compiled.params) == (not disjoint):
+        return compiled, disjoint
+    return pick_variant(kernel, compiled.params, values)
+
+
+def overlapping(values: Sequence[Any], types: Sequence[T.Type]) -> bool:
+    """Whether any two array arguments share memory (by the byte ranges they span).
+
+    On the path of every launch that swaps arrays: kept to a sort and one pass."""
+    spans = [span_of(v, t.dtype.size) for v, t in zip(values, types)
+             if v is not None and isinstance(t, T.ArrayType)]
+    spans.sort()
+    end = 0
+    for lo, hi in spans:
+        if lo < end:
+            return True
+        end = hi
+    return False
+
+
+def span_of(v, itemsize: int) -> tuple[int, int]:
+    """The byte range an array's elements cover (kept on the array: its layout is fixed)."""
+    found = getattr(v, "_kc_span", None)
+    if found is not None and found[0] == itemsize:
+        return found[1]
+    lo = hi = v.ptr
+    for n, s in zip(v.shape, v.strides):
+        reach = (n - 1) * s if n else 0
+        lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
+    span = (lo, hi + itemsize)
+    if hasattr(v, "__dict__"):
+        v._kc_span = (itemsize, span)
+    return span
