@@ -205,7 +205,7 @@ def _load_from_library(kernel):
     """Loads `kernel` again after its links finished: from shared libraries, not the JIT."""
     state = cpu_state(kc.config.num_threads)
     assert state.linker.wait(timeout=120)
-    specs = {key[1]: key[2].private_atomics for key in kernel.compiled if key[0] == "cpu"}
+    specs = {key[1]: key[2].disjoint_arrays for key in kernel.compiled if key[0] == "cpu"}
     kernel.compiled.clear()
     loaded = []
     for types, private in specs.items():

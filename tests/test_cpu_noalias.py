@@ -364,7 +364,7 @@ def _vectorised_ir(text: str) -> str:
 def test_only_the_default_variant_has_alias_scopes():
     types = wave_solve.param_types
     default = get_cpu_kernel(wave_solve, types).source
-    plain = get_cpu_kernel(wave_solve, types, private_atomics=False).source
+    plain = get_cpu_kernel(wave_solve, types, disjoint_arrays=False).source
     assert "!alias.scope" in default and "!noalias" in default
     assert "alias.scope" not in plain and "noalias" not in plain
 

@@ -35,14 +35,15 @@ ERROR_LOCAL_OUT_OF_BOUNDS = 3
 class LlvmOptions:
     debug: bool = False  # bounds checks and asserts
     vector_width: int = 512  # the "prefer-vector-width" attribute of the entry function
-    # Atomics on arrays only ever touched at the thread's own index become plain
-    # read-modify-writes (the launcher turns this off when arguments alias).
-    private_atomics: bool = True
+    # No two array arguments share memory (the launcher checks, and compiles the variant
+    # without this promise when they do): atomics on arrays only ever touched at the
+    # thread's own index become plain read-modify-writes, and array accesses get alias
+    # scopes.
+    disjoint_arrays: bool = True
     # The kernel runs with per-worker copies of its reduction targets (ReduceMode.Expand):
     # atomics on them are plain read-modify-writes too, since one worker owns a copy.
     expanded: bool = False
-    # Alias scopes per array argument (see llvm_alias.py). Like private atomics, they hold
-    # only when no two array arguments share memory, so they come with `private_atomics`.
+    # Alias scopes per array argument (see llvm_alias.py), used with `disjoint_arrays`.
     noalias: bool = True
 
 
@@ -68,7 +69,7 @@ def emit_llvm(module: ir.Module, entry: str, options: LlvmOptions) -> LlvmSource
         state.declare_func(fn)
     for fn in module.funcs:
         FunctionEmitter(state, fn).emit_func()
-    scoped = options.noalias and options.private_atomics
+    scoped = options.noalias and options.disjoint_arrays
     plan = llvm_alias.plan_aliasing(module) if scoped else None
     if plan is not None:
         state.alias = llvm_alias.AliasScopes(llmod, entry, plan)
@@ -155,7 +156,7 @@ class FunctionEmitter:
     # ---- function shells ------------------------------------------------------------------
 
     def emit_kernel(self) -> None:
-        if self.state.options.private_atomics:
+        if self.state.options.disjoint_arrays:
             from kernelc.ir.analysis import thread_private_params
 
             self.private = thread_private_params(self.fn)

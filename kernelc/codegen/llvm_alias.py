@@ -6,7 +6,7 @@ from another reads, and it leaves a loop scalar whenever it cannot bound the add
 check them at run time (gathers through clamped or computed indices: a stencil).
 
 The variant of a kernel compiled for launches whose array arguments share no memory
-(`LlvmOptions.private_atomics`: the launcher checks the arrays' byte ranges and compiles
+(`LlvmOptions.disjoint_arrays`: the launcher checks the arrays' byte ranges and compiles
 the variant without when they overlap) gives every load and store of an array argument
 scoped alias metadata: `!alias.scope` names its argument, `!noalias` all the others.
 Accesses whose array cannot be traced to one argument (an array field of a struct, a local

@@ -50,23 +50,23 @@ class CpuOptions:
 
     debug: bool = False
     vector_width: int = 512
-    private_atomics: bool = True
+    disjoint_arrays: bool = True
     expanded: bool = False
 
     def llvm(self):
         from kernelc.codegen.llvm import LlvmOptions
 
         return LlvmOptions(debug=self.debug, vector_width=self.vector_width,
-                           private_atomics=self.private_atomics, expanded=self.expanded)
+                           disjoint_arrays=self.disjoint_arrays, expanded=self.expanded)
 
 
-def cpu_options(private_atomics: bool = True, expanded: bool = False) -> CpuOptions:
+def cpu_options(disjoint_arrays: bool = True, expanded: bool = False) -> CpuOptions:
     host = cpu_state(config.num_threads).host(_cache_dir())
     # 512-bit vectors where the CPU has them: kernels are mostly streaming loops, and
     # LLVM's default of 256 bits halves their width for no gain here.
     return CpuOptions(debug=config.mode == "debug",
                       vector_width=512 if host.has_avx512 else 256,
-                      private_atomics=private_atomics, expanded=expanded)
+                      disjoint_arrays=disjoint_arrays, expanded=expanded)
 
 
 def _cache_dir() -> str | None:
@@ -87,11 +87,11 @@ class _Loaded:
 
 
 def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
-                   private_atomics: bool = True, expanded: bool = False) -> CpuKernel:
+                   disjoint_arrays: bool = True, expanded: bool = False) -> CpuKernel:
     """The loaded CPU kernel for these argument types (memory cache, disk cache, compile).
 
     `expanded`: the variant run by `ReduceMode.Expand` on per-worker private copies."""
-    options = cpu_options(private_atomics, expanded)
+    options = cpu_options(disjoint_arrays, expanded)
     mem_key = ("cpu", arg_types, options)
     found = kernel.compiled.get(mem_key)
     if found is not None:
@@ -111,7 +111,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
     if loaded is None:
         if state.jit.host != host:  # the remembered host target was not LLVM's: re-key
             _remember_host(state, replace=True)
-            return get_cpu_kernel(kernel, arg_types, private_atomics, expanded)
+            return get_cpu_kernel(kernel, arg_types, disjoint_arrays, expanded)
         loaded = _compile(state, disk, key, entry, module, options)
     t1, t2 = loaded.codegen_end, time.perf_counter()
     compiled = CpuKernel(
@@ -207,7 +207,7 @@ def _trace_compile(name: str, loaded: _Loaded, t0: float, t1: float, t2: float) 
 
 
 def _private(module: ir.Module, options: CpuOptions) -> frozenset[int]:
-    if not options.private_atomics:
+    if not options.disjoint_arrays:
         return frozenset()
     from kernelc.ir.analysis import thread_private_params
 

@@ -1,6 +1,6 @@
 """Which compiled variant a CPU launch runs, by whether its array arguments share memory.
 
-A kernel's default CPU variant (`CpuOptions.private_atomics`) is compiled for launches
+A kernel's default CPU variant (`CpuOptions.disjoint_arrays`) is compiled for launches
 whose array arguments share no memory: atomics on arrays each thread only touches at its
 own element are plain updates, and loads and stores of array arguments carry alias scopes
 (`codegen/llvm_alias.py`), which is what lets LLVM vectorise gathers such as a stencil's.
@@ -57,7 +57,7 @@ def pick_variant(kernel: Any, types: tuple[T.Type, ...], values: Sequence[Any]):
     if not makes_promises(kernel, types):
         return compiled, None
     if overlapping(values, types):
-        return get_cpu_kernel(kernel, types, private_atomics=False), False
+        return get_cpu_kernel(kernel, types, disjoint_arrays=False), False
     return compiled, True
 
 
