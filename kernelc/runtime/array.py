@@ -11,6 +11,7 @@ element as trailing axes: an array of n `vec3` is a NumPy array of shape (n, 3).
 
 from __future__ import annotations
 
+import math
 import operator
 import typing
 from collections.abc import Sequence
@@ -99,7 +100,7 @@ class array(GradMixin):
             elem = _float32 if resolved is None else resolved
             element_layout(elem)
             dev = get_device(device)
-            nbytes = elem.size * int(np.prod(dims))
+            nbytes = elem.size * math.prod(dims)
             alloc = memory.allocate(dev, nbytes, pinned, elem, dims)
             self._set(alloc, alloc.ptr, dims, contiguous_strides(dims, elem.size), elem)
         elif isinstance(data, array):
@@ -131,7 +132,7 @@ class array(GradMixin):
         self.strides = strides
         self.dtype = dtype
         self.ndim = len(shape)
-        self.size = int(np.prod(shape))
+        self.size = math.prod(shape)
         self.device = alloc.device
         dense = contiguous_strides(shape, dtype.size)
         # Axes of length 1 never move the address, so their strides do not matter.
@@ -214,10 +215,10 @@ class array(GradMixin):
                     shape: Shapelike | None) -> np.ndarray:
         """Reshapes host data to (outer shape + element shape), checking it fits."""
         count = len(inner)
-        per_elem = int(np.prod(inner))
+        per_elem = math.prod(inner)
         if shape is not None:
             dims = normalize_shape(shape)
-            if host.size != int(np.prod(dims)) * per_elem:
+            if host.size != math.prod(dims) * per_elem:
                 raise ValueError(f"data with {host.size} values does not fit shape {dims} "
                                  f"of {dtype!r}")
             return host.reshape(dims + inner)
@@ -342,12 +343,12 @@ class array(GradMixin):
         if dims.count(-1) > 1:
             raise ValueError("only one dimension of a new shape can be -1")
         if -1 in dims:
-            known = int(np.prod([n for n in dims if n != -1]))
+            known = math.prod(n for n in dims if n != -1)
             if known == 0 or self.size % known:
                 raise ValueError(f"cannot reshape an array of size {self.size} into {dims}")
             dims = tuple(self.size // known if n == -1 else n for n in dims)
         dims = normalize_shape(dims)
-        if int(np.prod(dims)) != self.size:
+        if math.prod(dims) != self.size:
             raise ValueError(f"cannot reshape an array of size {self.size} into {dims}")
         if not self.is_contiguous:
             raise RuntimeError("reshaping a non-contiguous array is not supported; "
