@@ -10,6 +10,7 @@ like any other code. Outside kernels these names raise.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,7 +89,7 @@ def _dtype(lowerer, args: dict, default: T.Type | None = T.float32) -> T.Type | 
     return default if node is None else lowerer.eval_annotation(node)
 
 
-def _storage(lowerer, args: dict) -> None:
+def check_storage(lowerer, args: dict) -> None:
     node = args.get("storage")
     if node is not None and not (isinstance(node, ast.Constant)
                                  and node.value in ("register", "shared")):
@@ -118,7 +119,7 @@ def _value(lowerer, node: ast.AST, dtype: T.Type) -> ir.Value:
 # ---- construction -------------------------------------------------------------------------
 
 def _filled(lowerer, args, dtype: T.Type, value: ir.Value | None) -> Tile:
-    _storage(lowerer, args)
+    check_storage(lowerer, args)
     t = tv.new_tile(lowerer.b, dtype, lowerer.static_shape(args["shape"]))
     tv.fill(lowerer.b, t, tv.zero_value(lowerer.b, dtype) if value is None else value)
     return t
@@ -160,7 +161,7 @@ def _tile_full(lowerer, args, node):
       "tile_arange(stop), (start, stop) or (start, stop, step): a 1-d tile of evenly "
       "spaced values, as numpy.arange; the bounds are compile-time constants.")
 def _tile_arange(lowerer, args, node):
-    _storage(lowerer, args)
+    check_storage(lowerer, args)
     bounds = []
     for n in args.get("args", []):
         v = lowerer.visit(n)
@@ -176,8 +177,6 @@ def _tile_arange(lowerer, args, node):
         dtype = T.float32 if any(isinstance(c, float) for c in bounds) else T.int32
     if step == 0:
         raise KernelError("tile_arange() step must not be zero")
-    import math
-
     count = math.ceil((stop - start) / step)
     if count <= 0:
         raise KernelError(f"tile_arange({start}, {stop}, {step}) is empty")
@@ -258,7 +257,7 @@ class _ArrayRef:
         return (self.value, *self.prefix, *where)
 
 
-def _array(lowerer, node: ast.AST, what: str) -> _ArrayRef:
+def array_operand(lowerer, node: ast.AST, what: str) -> _ArrayRef:
     v = lowerer.visit(node)
     if isinstance(v, ArrayView):
         t = v.array.type
@@ -270,7 +269,7 @@ def _array(lowerer, node: ast.AST, what: str) -> _ArrayRef:
     return _ArrayRef(v.value, (), v.type.ndim, v.type.dtype)
 
 
-def _offsets(lowerer, args: dict, ndim: int) -> list[ir.Value]:
+def offsets_operand(lowerer, args: dict, ndim: int) -> list[ir.Value]:
     node = args.get("offset")
     if node is None:
         return [tv.const(lowerer.b, 0)] * ndim
@@ -329,10 +328,10 @@ def _guarded(lowerer, arr: _ArrayRef, offsets, shape, bounds_check: bool, elemen
       "A tile of `shape` read from array `a` at `offset` (one index per dimension); with "
       "bounds_check (the default) elements outside the array read as zero.")
 def _tile_load(lowerer, args, node):
-    _storage(lowerer, args)
-    arr = _array(lowerer, args["a"], "tile_load()")
+    check_storage(lowerer, args)
+    arr = array_operand(lowerer, args["a"], "tile_load()")
     shape = _tile_shape_for(lowerer, args, arr)
-    offsets = _offsets(lowerer, args, arr.ndim)
+    offsets = offsets_operand(lowerer, args, arr.ndim)
     b = lowerer.b
     t = tv.new_tile(b, arr.dtype, shape)
 
@@ -354,13 +353,13 @@ def _tile_load(lowerer, args, node):
 
 
 def _store_like(lowerer, args, what: str, write) -> None:
-    arr = _array(lowerer, args["a"], what)
+    arr = array_operand(lowerer, args["a"], what)
     t = lowerer.tile_operand(args["t"], what)
     if t.ndim != arr.ndim:
         raise KernelError(f"{what}: a {t.ndim}-d tile and a {arr.ndim}-d array")
     if t.dtype != arr.dtype:
         raise KernelError(f"{what}: a tile of {t.dtype!r} and an array of {arr.dtype!r}")
-    offsets = _offsets(lowerer, args, arr.ndim)
+    offsets = offsets_operand(lowerer, args, arr.ndim)
     b = lowerer.b
 
     def element(idx, where, ok):
@@ -425,7 +424,7 @@ def _fold(lowerer, t: Tile, step, node, axis: int | None = None) -> Tile:
     first element starting the accumulator; elements are taken in row-major order."""
     b = lowerer.b
     if axis is None:
-        out_shape, t2 = (1,), t.view((t.size,), (1,)) if _contiguous(t) else None
+        out_shape, t2 = (1,), t.view((t.size,), (1,)) if is_contiguous(t) else None
         if t2 is None:
             t2 = tv.materialise(b, t)
             t2 = t2.view((t.size,), (1,))
@@ -456,11 +455,11 @@ def _fold(lowerer, t: Tile, step, node, axis: int | None = None) -> Tile:
     return out
 
 
-def _contiguous(t: Tile) -> bool:
+def is_contiguous(t: Tile) -> bool:
     return t.strides == tv.row_major(t.shape)
 
 
-def _axis(lowerer, args) -> int | None:
+def axis_operand(lowerer, args) -> int | None:
     node = args.get("axis")
     return None if node is None else lowerer.static_int(node, "axis")
 
@@ -470,7 +469,7 @@ def _axis(lowerer, args) -> int | None:
 def _tile_sum(lowerer, args, node):
     t = lowerer.tile_operand(args["a"], "tile_sum()")
     return _fold(lowerer, t, lambda acc, x, k: lowerer.binary(OpCode.ADD, acc, x, node), node,
-                 _axis(lowerer, args))
+                 axis_operand(lowerer, args))
 
 
 def _extremum(name: str, builtin: str):
@@ -482,7 +481,7 @@ def _extremum(name: str, builtin: str):
             raise KernelError(f"{name}() needs scalar elements")
         return _fold(lowerer, t, lambda acc, x, k: Val(lowerer.b.call(builtin, [acc.value,
                                                                                 x.value])),
-                     node, _axis(lowerer, args))
+                     node, axis_operand(lowerer, args))
 
 
 _extremum("tile_min", "min")
@@ -497,7 +496,7 @@ def _arg_extremum(name: str, opcode: OpCode, what: str):
         if not isinstance(t.dtype, T.ScalarType):
             raise KernelError(f"{name}() needs scalar elements")
         b = lowerer.b
-        flat = t if _contiguous(t) else tv.materialise(b, t)
+        flat = t if is_contiguous(t) else tv.materialise(b, t)
         flat = flat.view((t.size,), (1,))
         best = b.new_slot("best", t.dtype)
         where = b.new_slot("where", T.int32)
@@ -526,4 +525,4 @@ def _tile_reduce(lowerer, args, node):
     t = lowerer.tile_operand(args["a"], "tile_reduce()")
     return _fold(lowerer, t, lambda acc, x, k: lowerer.call_on_values(args["op"], [acc, x],
                                                                       node),
-                 node, _axis(lowerer, args))
+                 node, axis_operand(lowerer, args))

@@ -9,7 +9,7 @@ from kernelc.errors import KernelError
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj
-from kernelc.frontend.tile_forms import _array, _offsets, _storage, form_table
+from kernelc.frontend.tile_forms import array_operand, check_storage, form_table, offsets_operand
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
@@ -28,7 +28,7 @@ def _block_dim(lowerer, args, node):
       "A tile of `shape` filled with the value of lane `thread_idx` (the only lane, 0, "
       "in kernelc).")
 def _tile_from_thread(lowerer, args, node):
-    _storage(lowerer, args)
+    check_storage(lowerer, args)
     v = lowerer.as_val(lowerer.visit(args["value"]), node)
     if "thread_idx" in args:
         lowerer.int32_value(lowerer.visit(args["thread_idx"]), node)
@@ -41,7 +41,7 @@ def _indexed(lowerer, args, node, what: str, shape: tuple[int, ...] | None, elem
     """Loops over the tile's elements with the array position of each: `offset[d] + c[d]`,
     and `offset[axis] + indices[c[axis]]` along `axis`; elements whose position falls
     outside the array are handed `ok` false. Returns the array."""
-    arr = _array(lowerer, args["a"], what)
+    arr = array_operand(lowerer, args["a"], what)
     indices = lowerer.tile_operand(args["indices"], what)
     if indices.ndim != 1 or indices.dtype != T.int32:
         raise KernelError(f"{what}: the indices must be a 1-d tile of int32, got {indices!r}")
@@ -53,7 +53,7 @@ def _indexed(lowerer, args, node, what: str, shape: tuple[int, ...] | None, elem
     if shape[axis] != indices.shape[0]:
         raise KernelError(f"{what}: {indices.shape[0]} indices for {shape[axis]} elements "
                           f"along axis {axis}")
-    offsets = _offsets(lowerer, args, arr.ndim)
+    offsets = offsets_operand(lowerer, args, arr.ndim)
     b = lowerer.b
     with tv.loop_nest(b, shape) as idx:
         where = []
@@ -74,7 +74,7 @@ def _indexed(lowerer, args, node, what: str, shape: tuple[int, ...] | None, elem
       "A tile gathered from `a`: along `axis` the positions come from the 1-d int tile "
       "`indices`; positions outside the array read as zero.")
 def _tile_load_indexed(lowerer, args, node):
-    _storage(lowerer, args)
+    check_storage(lowerer, args)
     shape = lowerer.static_shape(args["shape"])
     b = lowerer.b
     out: list[Tile] = []
@@ -141,7 +141,7 @@ def _tile_atomic_add_indexed(lowerer, args, node):
 def _random_tile(lowerer, args, node, name: str, dtype: T.ScalarType):
     """Elements drawn in row-major order from a stream seeded with the hash of `rng` plus
     the lane (0), leaving `rng` itself unchanged, as Warp does."""
-    _storage(lowerer, args)
+    check_storage(lowerer, args)
     from kernelc.builtins.random import pcg
 
     b = lowerer.b

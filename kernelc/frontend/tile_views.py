@@ -3,12 +3,14 @@ element extraction and assignment, in-place updates (special forms; see `tile_fo
 
 from __future__ import annotations
 
+import math
+
 from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj, TupleVal
-from kernelc.frontend.tile_forms import _axis, _contiguous, form_table
+from kernelc.frontend.tile_forms import axis_operand, form_table, is_contiguous
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir.nodes import OpCode
 
@@ -82,24 +84,17 @@ def _tile_reshape(lowerer, args, node):
             known *= d if d != -1 else 1
         dims[dims.index(-1)] = t.size // known if known else 0
     shape = tv.check_shape(dims)
-    if _size(shape) != t.size:
+    if math.prod(shape) != t.size:
         raise KernelError(f"tile_reshape(): cannot reshape {t.shape} into {shape}")
-    src = t if _contiguous(t) else tv.materialise(lowerer.b, t)
+    src = t if is_contiguous(t) else tv.materialise(lowerer.b, t)
     return src.view(shape, tv.row_major(shape))
-
-
-def _size(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 @form("tile_squeeze", "t, axis=", "The tile without its dimensions of length 1 (or just "
       "`axis`); a view.")
 def _tile_squeeze(lowerer, args, node):
     t = lowerer.tile_operand(args["t"], "tile_squeeze()")
-    axis = _axis(lowerer, args)
+    axis = axis_operand(lowerer, args)
     if axis is not None:
         if not -t.ndim <= axis < t.ndim:
             raise KernelError(f"tile_squeeze(): axis {axis} out of range for a {t.ndim}-d tile")
