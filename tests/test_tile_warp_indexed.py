@@ -1,12 +1,15 @@
-"""Gathers, scatters, random tiles and per-lane writes: one program under Warp 1.19 and
-under kernelc, compared bit for bit (one lane per block on both)."""
+"""Gathers, scatters, random tiles, per-lane writes, tile stacks and `t[indices, :]`: one
+program under Warp 1.19 and under kernelc, compared bit for bit (one lane per block on
+both)."""
 
 from __future__ import annotations
 
 import importlib.util
 
 import numpy as np
+import pytest
 
+import kernelc as kc
 from tests.conftest import run_warp
 
 PROGRAM = '''
@@ -45,6 +48,41 @@ def random_tiles(out: wp.array2d(dtype=float), outi: wp.array2d(dtype=int),
     wp.tile_store(s, t, offset=(2 * i, 0))
 
 
+CAP = wp.constant(8)
+
+
+@wp.kernel
+def compact(data: wp.array(dtype=int), out: wp.array(dtype=int), num: wp.array(dtype=int)):
+    _i, lane = wp.tid()
+    s = wp.tile_stack(capacity=CAP, dtype=int)
+    for base in range(0, 10, wp.block_dim()):
+        i = base + lane
+        value = int(-1)
+        keep = False
+        if i < 10:
+            value = data[i]
+            keep = value > 5
+        wp.tile_stack_push(s, value, keep)
+    num[0] = wp.tile_stack_count(s)
+    while wp.tile_stack_count(s) > 0:
+        value, slot = wp.tile_stack_pop(s)
+        if slot >= 0:
+            out[slot] = value
+    wp.tile_stack_clear(s)
+    num[1] = wp.tile_stack_count(s)
+    v, empty = wp.tile_stack_pop(s)
+    num[2] = empty
+
+
+@wp.kernel
+def gather_tile(a: wp.array2d(dtype=float), idx: wp.array(dtype=int),
+                rows: wp.array2d(dtype=float), cols: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=(4, 4))
+    i = wp.tile_load(idx, shape=3)
+    wp.tile_store(rows, t[i, :])
+    wp.tile_store(cols, t[:, i])
+
+
 def run_all(inputs):
     a = wp.array(inputs["a"], dtype=float)
     idx = wp.array(inputs["idx"], dtype=int)
@@ -56,8 +94,18 @@ def run_all(inputs):
     r, ri, s = (wp.zeros((6, 3), dtype=float), wp.zeros((6, 3), dtype=int),
                 wp.zeros((6, 3), dtype=float))
     wp.launch_tiled(random_tiles, dim=3, inputs=[r, ri, s, 42], block_dim=1, device="cpu")
+    kept, num = wp.zeros(10, dtype=int), wp.zeros(3, dtype=int)
+    # more values above 5 (9) than the stack holds (8): the last is dropped
+    data = wp.array([1, 8, 3, 7, 12, 9, 6, 10, 11, 13], dtype=int)
+    wp.launch_tiled(compact, dim=1, inputs=[data], outputs=[kept, num], block_dim=1,
+                    device="cpu")
+    rows, cols = wp.zeros((3, 4), dtype=float), wp.zeros((4, 3), dtype=float)
+    picks = wp.array([2, 0, -1], dtype=int)
+    wp.launch_tiled(gather_tile, dim=1, inputs=[a, picks, rows, cols], block_dim=1,
+                    device="cpu")
     return {"out": out.numpy(), "acc": acc.numpy(), "old": old.numpy(), "rand": r.numpy(),
-            "randi": ri.numpy(), "scatter": s.numpy()}
+            "randi": ri.numpy(), "scatter": s.numpy(), "stack": kept.numpy(),
+            "stack_counts": num.numpy(), "rows": rows.numpy(), "cols": cols.numpy()}
 '''
 
 
@@ -78,3 +126,35 @@ def test_indexed_random_and_scatter_forms_match_warp(tmp_path):
     for key, want in theirs.items():
         np.testing.assert_array_equal(ours[key], want, err_msg=key)
     assert ours["scatter"][3, 2] == 5.5 and ours["scatter"][2, 1] == 9.0  # block 1's writes
+    assert list(ours["stack_counts"]) == [8, 0, -1]
+
+
+@kc.kernel
+def slice_range(a: kc.array2d(dtype=float), out: kc.array2d(dtype=float)):
+    t = kc.tile_load(a, shape=(4, 4))
+    kc.tile_store(out, t[1:3, :])
+
+
+@kc.kernel
+def two_index_tiles(a: kc.array2d(dtype=float), idx: kc.array(dtype=int),
+                    out: kc.array2d(dtype=float)):
+    t = kc.tile_load(a, shape=(4, 4))
+    i = kc.tile_load(idx, shape=2)
+    kc.tile_store(out, t[i, i])
+
+
+@kc.kernel
+def push_wrong_type(out: kc.array(dtype=int)):
+    s = kc.tile_stack(capacity=4, dtype=int)
+    out[0] = kc.tile_stack_push(s, kc.float32(1.5), True)
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (slice_range, "only full slices"),
+    (two_index_tiles, "one tile of indices"),
+    (push_wrong_type, r"tile_stack_push\(\): a float32 onto a stack of int32"),
+])
+def test_tile_indexing_and_stack_mistakes(kernel, message):
+    with pytest.raises(kc.KernelError, match=message) as info:
+        kc.compile(kernel)
+    assert "test_tile_warp_indexed.py" in str(info.value) and "^" in str(info.value)

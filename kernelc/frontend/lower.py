@@ -12,7 +12,13 @@ from kernelc.errors import KernelError, Loc
 from kernelc.frontend.builder import IRBuilder, Val
 from kernelc.frontend.construct import ConstructLowering
 from kernelc.frontend.lower_aggregate import AggregateLowering
-from kernelc.frontend.lower_expr import ExprLowering, LocalArray, PyObj, TupleVal
+from kernelc.frontend.lower_expr import (
+    ExprLowering,
+    LocalArray,
+    PyObj,
+    StorageHandle,
+    TupleVal,
+)
 from kernelc.frontend.lower_stmt import StmtLowering
 from kernelc.frontend.lower_tile import TileLowering
 from kernelc.frontend.source import Source
@@ -197,7 +203,7 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             value = Val(self.b.op(OpCode.TID, (), T.int32, (0, 0)))
         if isinstance(bound, LocalArray):
             raise KernelError(f"local array '{name}' cannot be reassigned")
-        if isinstance(value, (PyObj, TupleVal, LocalArray)):
+        if isinstance(value, (PyObj, TupleVal, StorageHandle)):
             if isinstance(bound, ir.Slot):
                 raise KernelError(f"'{name}' holds a {bound.type!r}; it cannot become a tuple")
             self.names[name] = value

@@ -55,8 +55,13 @@ class ShapeRef:
     array: Val
 
 
+class StorageHandle:
+    """A name bound to storage the front end manages (a local array, a tile stack):
+    assigning it binds the name; it is never a value itself."""
+
+
 @dataclass(frozen=True)
-class LocalArray:
+class LocalArray(StorageHandle):
     slot: Slot
 
 

@@ -134,6 +134,54 @@ class TileLowering:
 
     # ---- element access ---------------------------------------------------------------------
 
+    def visit_Subscript(self, node: ast.Subscript):
+        base = self.visit(node.value)
+        index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if isinstance(base, Tile):
+            parts = [n if isinstance(n, ast.Slice) else self.visit(n) for n in index_nodes]
+            if any(isinstance(p, (ast.Slice, Tile)) for p in parts):
+                return self.tile_gather(base, parts)
+            indices = []
+            for p, n in zip(parts, index_nodes):
+                v = self.as_val(p, n)
+                if not (isinstance(v.type, T.ScalarType) and v.type.is_int):
+                    raise KernelError(f"indices must be integers, got {v.type!r}")
+                indices.append(v)
+            return self.value_subscript(base, tuple(indices), node)
+        # Anything else takes the ordinary path, with `node.value` already lowered.
+        name = f"__tile_operand{next(_TEMP_NAMES)}"
+        self.names[name] = base
+        try:
+            inner = ast.copy_location(ast.Subscript(
+                value=ast.Name(id=name, ctx=ast.Load()), slice=node.slice, ctx=ast.Load()), node)
+            return super().visit_Subscript(ast.fix_missing_locations(inner))
+        finally:
+            del self.names[name]
+
+    def tile_gather(self, t: Tile, parts: list) -> Tile:
+        """`t[indices, :]` (Warp's advanced indexing): one index is a 1-d int tile, every
+        other a full `:` (`parts`: slices, and lowered indices); trailing axes may be left
+        out."""
+        from kernelc.frontend.tile_indexed import gather_rows
+
+        if len(parts) > t.ndim:
+            raise KernelError(f"too many indices ({len(parts)}) for a {t.ndim}-d tile")
+        axis, picks = None, None
+        for k, p in enumerate(parts):
+            if isinstance(p, ast.Slice):
+                if p.lower or p.upper or p.step:
+                    raise KernelError("a tile takes only full slices ':' beside a tile of "
+                                      "indices")
+                continue
+            if axis is not None or not isinstance(p, Tile):
+                raise KernelError("a tile takes one tile of indices, with ':' on every other "
+                                  "axis (t[indices, :])")
+            axis, picks = k, p
+        if axis is None:
+            raise KernelError("slicing a tile needs a tile of indices on one axis "
+                              "(t[indices, :]); use tile_view() for ranges")
+        return gather_rows(self, t, picks, axis)
+
     def value_subscript(self, base: Any, indices, node: ast.AST):
         if not isinstance(base, Tile):
             return super().value_subscript(base, indices, node)

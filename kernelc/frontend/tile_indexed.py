@@ -1,14 +1,16 @@
 """Gathers and scatters through a tile of indices, random tiles, per-lane writes into a
-tile, and the block queries (`block_dim`, `tile_from_thread`); special forms, see
-`tile_forms`."""
+tile, tile stacks, gathers from a tile (`t[indices, :]`), and the block queries
+(`block_dim`, `tile_from_thread`); special forms, see `tile_forms`."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
-from kernelc.frontend.lower_expr import PyObj
+from kernelc.frontend.lower_expr import PyObj, StorageHandle, TupleVal
 from kernelc.frontend.tile_forms import array_operand, check_storage, form_table, offsets_operand
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir import nodes as ir
@@ -227,3 +229,120 @@ def _tile_scatter_add(lowerer, args, node):
       "has_value is true.")
 def _tile_scatter_masked(lowerer, args, node):
     return _lane_write(lowerer, args, node, "tile_scatter_masked", False)
+
+
+# ---- tile stacks ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TileStack(StorageHandle):
+    """A block's stack: `capacity` elements in a tile, and the count in a slot."""
+
+    data: Tile
+    count: ir.Slot
+
+
+def _stack(lowerer, node, what: str) -> TileStack:
+    s = lowerer.visit(node)
+    if not isinstance(s, TileStack):
+        raise KernelError(f"{what} needs a stack from tile_stack()")
+    return s
+
+
+@form("tile_stack", "capacity, dtype", "An empty stack of up to `capacity` elements of "
+      "`dtype` shared by the block (its one lane in kernelc).")
+def _tile_stack(lowerer, args, node):
+    capacity = lowerer.static_shape(args["capacity"], "stack capacity")
+    if len(capacity) != 1:
+        raise KernelError("tile_stack() capacity must be one positive int")
+    b = lowerer.b
+    data = tv.new_tile(b, lowerer.eval_annotation(args["dtype"]), capacity, "stack")
+    tv.fill(b, data, tv.zero_value(b, data.dtype))
+    count = b.new_slot("stack_count", T.int32)
+    b.store(count, tv.const(b, 0))
+    return TileStack(data, count)
+
+
+@form("tile_stack_push", "s, value, has_value", "Pushes `value` when has_value is true and "
+      "the stack has room; returns the slot written, or -1.")
+def _tile_stack_push(lowerer, args, node):
+    s = _stack(lowerer, args["s"], "tile_stack_push()")
+    b = lowerer.b
+    value = lowerer.as_val(lowerer.visit(args["value"]), node)
+    value = lowerer.coerce(value, s.data.dtype) if value.weak else value
+    if value.type != s.data.dtype:
+        raise KernelError(f"tile_stack_push(): a {value.type!r} onto a stack of "
+                          f"{s.data.dtype!r}")
+    flag = lowerer.truth(lowerer.visit(args["has_value"]), node)
+    n = b.load(s.count)
+    room = b.op(OpCode.LT, (n, tv.const(b, s.data.shape[0])), T.bool_)
+    pushes = b.op(OpCode.BITAND, (flag.value, room), T.bool_)
+    slot = b.new_slot("pushed", T.int32)
+    b.store(slot, tv.const(b, -1))
+    with b.region() as then:
+        tv.store(b, s.data, [n], value.value)
+        b.store(s.count, b.op(OpCode.ADD, (n, tv.const(b, 1)), T.int32))
+        b.store(slot, n)
+    b.append(ir.If(b.loc, pushes, tuple(then)))
+    return Val(b.load(slot))
+
+
+@form("tile_stack_pop", "s", "Pops the element pushed last: (value, slot), with slot -1 "
+      "(and a zero value) when the stack is empty.")
+def _tile_stack_pop(lowerer, args, node):
+    s = _stack(lowerer, args["s"], "tile_stack_pop()")
+    b = lowerer.b
+    value = b.new_slot("popped", s.data.dtype)
+    slot = b.new_slot("popped_slot", T.int32)
+    b.store(value, tv.zero_value(b, s.data.dtype))
+    b.store(slot, tv.const(b, -1))
+    n = b.load(s.count)
+    with b.region() as then:
+        top = b.op(OpCode.SUB, (n, tv.const(b, 1)), T.int32)
+        b.store(value, tv.load(b, s.data, [top]))
+        b.store(slot, top)
+        b.store(s.count, top)
+    b.append(ir.If(b.loc, b.op(OpCode.GT, (n, tv.const(b, 0)), T.bool_), tuple(then)))
+    return TupleVal((Val(b.load(value)), Val(b.load(slot))))
+
+
+@form("tile_stack_count", "s", "The number of elements in the stack.")
+def _tile_stack_count(lowerer, args, node):
+    s = _stack(lowerer, args["s"], "tile_stack_count()")
+    return Val(lowerer.b.load(s.count))
+
+
+@form("tile_stack_clear", "s", "Empties the stack.")
+def _tile_stack_clear(lowerer, args, node):
+    s = _stack(lowerer, args["s"], "tile_stack_clear()")
+    lowerer.b.store(s.count, tv.const(lowerer.b, 0))
+    return PyObj(None)
+
+
+# ---- gathers from a tile -------------------------------------------------------------------
+
+def gather_rows(lowerer, t: Tile, indices: Tile, axis: int) -> Tile:
+    """A copy of `t` with its `axis` indexed by the 1-d int tile `indices` (a negative index
+    counts from the end), as `t[indices, :]` does."""
+    if indices.ndim != 1 or not (isinstance(indices.dtype, T.ScalarType)
+                                 and indices.dtype.is_int):
+        raise KernelError(f"a tile index must be a 1-d tile of ints, got {indices!r}")
+    b = lowerer.b
+    extent = t.shape[axis]
+    shape = (*t.shape[:axis], indices.shape[0], *t.shape[axis + 1:])
+    out = tv.new_tile(b, t.dtype, shape)
+    with tv.loop_nest(b, shape) as idx:
+        k = b.cast(tv.load(b, indices, [idx[axis]]), T.int32)
+        wrapped = b.op(OpCode.ADD, (k, tv.const(b, extent)), T.int32)
+        k = b.op(OpCode.SELECT, (b.op(OpCode.LT, (k, tv.const(b, 0)), T.bool_), wrapped, k),
+                 T.int32)
+        where = [*idx[:axis], k, *idx[axis + 1:]]
+        tv.store(b, out, idx, tv.load(b, t, where))
+    return out
+
+
+@form("tile_slice_indexed", "t, indices", "The rows of `t` picked by the 1-d int tile "
+      "`indices` (a copy; `t[indices, :]` in subscript form, any one axis).")
+def _tile_slice_indexed(lowerer, args, node):
+    t = lowerer.tile_operand(args["t"], "tile_slice_indexed()")
+    return gather_rows(lowerer, t, lowerer.tile_operand(args["indices"],
+                                                        "tile_slice_indexed()"), 0)

@@ -1,0 +1,193 @@
+"""The kernels behind `kernelc.sparse`.
+
+Every kernel sees block values as a 3-d scalar array `values[block, i, j]` (a scalar block
+is a 1x1 matrix), so one kernel serves scalar and matrix blocks of float32 or float64. A
+typed `zero` argument fixes the type of accumulators. The operations and their order are
+those of Warp 1.19's kernels, so that results round as Warp's do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kernelc as kc
+from kernelc.utils._common import builtin
+
+# ---- lookups ----------------------------------------------------------------------------
+
+
+@kc.func
+def block_index(row: int, col: int, offsets: kc.array(dtype=int),
+                columns: kc.array(dtype=int)) -> int:
+    """Index of the block at (row, col), or -1: a binary search in the row's sorted columns."""
+    result = -1
+    if row >= 0:
+        lower = offsets[row]
+        upper = offsets[row + 1]
+        while lower < upper:
+            middle = (lower + upper) // 2
+            if columns[middle] < col:
+                lower = middle + 1
+            else:
+                upper = middle
+        if lower < offsets[row + 1]:
+            if columns[lower] == col:
+                result = lower
+    return result
+
+
+@kc.func
+def row_index(offsets: kc.array(dtype=int), row_count: int, block: int) -> int:
+    """Row holding the block with index `block`, or -1 past the last stored block."""
+    result = -1
+    if block >= 0 and block < offsets[row_count]:
+        lower = 0
+        upper = row_count
+        # The last row r with offsets[r] <= block (empty rows share their offset).
+        while upper - lower > 1:
+            middle = (lower + upper) // 2
+            if offsets[middle] <= block:
+                lower = middle
+            else:
+                upper = middle
+        result = lower
+    return result
+
+
+# ---- construction -----------------------------------------------------------------------
+
+
+@builtin
+def accumulate_triplets_kernel(summed_offsets: kc.array(dtype=int),
+                               summed_indices: kc.array(dtype=int),
+                               triplet_values: kc.array3d(dtype=Any),
+                               values: kc.array3d(dtype=Any)):
+    # Block b sums triplets summed_indices[summed_offsets[b - 1]:summed_offsets[b]], in order.
+    block, i, j = kc.tid()
+    begin = 0
+    if block > 0:
+        begin = summed_offsets[block - 1]
+    end = summed_offsets[block]
+    v = triplet_values[summed_indices[begin], i, j]
+    for k in range(begin + 1, end):
+        v = v + triplet_values[summed_indices[k], i, j]
+    values[block, i, j] = v
+
+
+@builtin
+def set_diag_kernel(nnz: int, offsets: kc.array(dtype=int), columns: kc.array(dtype=int)):
+    row = kc.tid()
+    offsets[row] = kc.min(row, nnz)
+    if row < nnz:
+        columns[row] = row
+
+
+@builtin
+def transpose_values_kernel(scale: Any, source_blocks: kc.array(dtype=int),
+                            src: kc.array3d(dtype=Any), dest: kc.array3d(dtype=Any)):
+    block, i, j = kc.tid()
+    dest[block, i, j] = src[source_blocks[block], j, i] * scale
+
+
+@builtin
+def scale_kernel(alpha: Any, values: kc.array3d(dtype=Any)):
+    block, i, j = kc.tid()
+    values[block, i, j] = alpha * values[block, i, j]
+
+
+@builtin
+def scale_1d_kernel(alpha: Any, values: kc.array(dtype=Any)):
+    i = kc.tid()
+    values[i] = alpha * values[i]
+
+
+@builtin
+def get_diag_kernel(scale: Any, offsets: kc.array(dtype=int), columns: kc.array(dtype=int),
+                    values: kc.array3d(dtype=Any), out: kc.array3d(dtype=Any)):
+    row, i, j = kc.tid()
+    diag = block_index(row, row, offsets, columns)
+    if diag != -1:
+        out[row, i, j] = scale * values[diag, i, j]
+
+
+@builtin
+def inverse_diagonal_kernel(diag: kc.array3d(dtype=Any), inv_diag: kc.array(dtype=Any),
+                            use_abs: int, zero: Any, one: Any):
+    # Warp's Jacobi rule: a zero coefficient is inverted to 1.
+    row, k = kc.tid()
+    c = diag[row, k, k]
+    d = c
+    if use_abs != 0:
+        d = kc.abs(c)
+    inv_diag[row * diag.shape[1] + k] = kc.where(c == zero, one, one / d)
+
+
+@builtin
+def add_blocks_kernel(src_offset: int, scale: Any, rows: kc.array(dtype=int),
+                      cols: kc.array(dtype=int), offsets: kc.array(dtype=int),
+                      columns: kc.array(dtype=int), src: kc.array3d(dtype=Any),
+                      dest: kc.array3d(dtype=Any)):
+    # dest[(rows[k], cols[k])] += scale * src[k - src_offset] (atomically, as in Warp).
+    k, i, j = kc.tid()
+    row = rows[k + src_offset]
+    col = cols[k + src_offset]
+    block = block_index(row, col, offsets, columns)
+    if block != -1:
+        kc.atomic_add(dest, block, i, j, scale * src[k, i, j])
+
+
+# ---- products ---------------------------------------------------------------------------
+
+
+@builtin
+def mv_kernel(alpha: Any, offsets: kc.array(dtype=int), columns: kc.array(dtype=int),
+              values: kc.array3d(dtype=Any), x: kc.array(dtype=Any), beta: Any,
+              y: kc.array(dtype=Any), zero: Any):
+    row, subrow = kc.tid()
+    block_rows = values.shape[1]
+    block_cols = values.shape[2]
+    yi = row * block_rows + subrow
+    v = zero
+    if alpha != zero:
+        for block in range(offsets[row], offsets[row + 1]):
+            xs = columns[block] * block_cols
+            for col in range(block_cols):
+                v = v + values[block, subrow, col] * x[xs + col]
+        v = v * alpha
+    if beta != zero:
+        v = v + beta * y[yi]
+    y[yi] = v
+
+
+@builtin
+def mv_transpose_kernel(alpha: Any, row_count: int, offsets: kc.array(dtype=int),
+                        columns: kc.array(dtype=int), values: kc.array3d(dtype=Any),
+                        x: kc.array(dtype=Any), y: kc.array(dtype=Any), zero: Any):
+    block, subcol = kc.tid()
+    row = row_index(offsets, row_count, block)
+    if row != -1:
+        block_rows = values.shape[1]
+        block_cols = values.shape[2]
+        col_sum = zero
+        for subrow in range(block_rows):
+            col_sum = col_sum + values[block, subrow, subcol] * x[row * block_rows + subrow]
+        kc.atomic_add(y, columns[block] * block_cols + subcol, alpha * col_sum)
+
+
+@builtin
+def mm_kernel(alpha: Any, x_offsets: kc.array(dtype=int), x_columns: kc.array(dtype=int),
+              x_values: kc.array3d(dtype=Any), y_offsets: kc.array(dtype=int),
+              y_columns: kc.array(dtype=int), y_values: kc.array3d(dtype=Any),
+              z_rows: kc.array(dtype=int), z_offsets: kc.array(dtype=int),
+              z_columns: kc.array(dtype=int), z_values: kc.array3d(dtype=Any), zero: Any):
+    # One product block of z: sum over k of x[row, k] @ y[k, col], k in increasing order.
+    block, i, j = kc.tid()
+    row = z_rows[block]
+    col = z_columns[block]
+    v = zero
+    for x_block in range(x_offsets[row], x_offsets[row + 1]):
+        y_block = block_index(x_columns[x_block], col, y_offsets, y_columns)
+        if y_block != -1:
+            for k in range(x_values.shape[2]):
+                v = v + x_values[x_block, i, k] * y_values[y_block, k, j]
+    z_values[block, i, j] = z_values[block, i, j] + alpha * v
