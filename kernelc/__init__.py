@@ -110,6 +110,7 @@ _LAZY_MODULES = (
     "kernelc.frontend.tile_indexed",  # block_dim, tile_load_indexed, tile_store_indexed, ...
     "kernelc.frontend.tile_linalg",  # tile_matmul, tile_cholesky, ...
     "kernelc.frontend.tile_fft_scan",  # tile_fft, tile_scan_inclusive, tile_sort, ...
+    "kernelc.frontend.tile_queries",  # tile_bvh_query_aabb, tile_mesh_query_aabb, ...
     "kernelc.runtime.tiled",  # launch_tiled
     "kernelc.optim._export",  # `kc.optim`, the optimisers
     "kernelc.autograd._export",  # `kc.autograd`, gradient checks
@@ -123,6 +124,10 @@ def __getattr__(name: str):
         import kernelc.utils as utils
 
         return utils
+    if name == "sparse":
+        import kernelc.sparse as sparse
+
+        return sparse
     if name == "HashGridQuery":
         from kernelc.spatial.hash_grid_lang import HashGridQuery
 

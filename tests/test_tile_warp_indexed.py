@@ -1,6 +1,6 @@
-"""Gathers, scatters, random tiles, per-lane writes, tile stacks and `t[indices, :]`: one
-program under Warp 1.19 and under kernelc, compared bit for bit (one lane per block on
-both)."""
+"""Gathers, scatters, random tiles, per-lane writes, tile stacks, `t[indices, :]` and the
+block-wide BVH and mesh queries: one program under Warp 1.19 and under kernelc, compared
+bit for bit (one lane per block on both)."""
 
 from __future__ import annotations
 
@@ -83,6 +83,52 @@ def gather_tile(a: wp.array2d(dtype=float), idx: wp.array(dtype=int),
     wp.tile_store(cols, t[:, i])
 
 
+@wp.kernel
+def bvh_boxes(bvh_id: wp.uint64, lo: wp.vec3, hi: wp.vec3, counts: wp.array(dtype=wp.int32)):
+    query = wp.tile_bvh_query_aabb(bvh_id, lo, hi)
+    while wp.tile_query_valid(query):
+        bound = wp.untile(wp.tile_bvh_query_next(query))
+        if bound >= 0:
+            wp.atomic_add(counts, bound, 1)
+
+
+@wp.kernel
+def bvh_ray(bvh_id: wp.uint64, start: wp.vec3, d: wp.vec3, counts: wp.array(dtype=wp.int32)):
+    query = wp.tile_bvh_query_ray(bvh_id, start, d)
+    while wp.tile_query_valid(query):
+        bound = wp.untile(wp.tile_bvh_query_next(query))
+        if bound >= 0:
+            wp.atomic_add(counts, bound, 1)
+
+
+@wp.kernel
+def mesh_faces(mesh_id: wp.uint64, lo: wp.vec3, hi: wp.vec3, counts: wp.array(dtype=wp.int32)):
+    query = wp.tile_mesh_query_aabb(mesh_id, lo, hi)
+    while wp.tile_query_valid(query):
+        face = wp.untile(wp.tile_mesh_query_aabb_next(query))
+        if face >= 0:
+            wp.atomic_add(counts, face, 1)
+
+
+def run_queries(inputs):
+    lo, hi = inputs["box_lo"], inputs["box_hi"]
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3), wp.array(hi, dtype=wp.vec3))
+    boxes, ray = wp.zeros(len(lo), dtype=wp.int32), wp.zeros(len(lo), dtype=wp.int32)
+    wp.launch_tiled(bvh_boxes, dim=3, inputs=[bvh.id, wp.vec3(2.0, 2.0, 2.0),
+                                              wp.vec3(6.0, 6.0, 6.0), boxes],
+                    block_dim=1, device="cpu")
+    wp.launch_tiled(bvh_ray, dim=2, inputs=[bvh.id, wp.vec3(6.4, 3.1, -1.0),
+                                            wp.vec3(0.02, 0.01, 1.0), ray],
+                    block_dim=1, device="cpu")
+    mesh = wp.Mesh(points=wp.array(inputs["points"], dtype=wp.vec3),
+                   indices=wp.array(inputs["faces"], dtype=int))
+    faces = wp.zeros(len(inputs["faces"]) // 3, dtype=wp.int32)
+    wp.launch_tiled(mesh_faces, dim=1, inputs=[mesh.id, wp.vec3(1.0, 1.0, 1.0),
+                                               wp.vec3(2.5, 2.5, 2.5), faces],
+                    block_dim=1, device="cpu")
+    return {"boxes": boxes.numpy(), "ray": ray.numpy(), "faces": faces.numpy()}
+
+
 def run_all(inputs):
     a = wp.array(inputs["a"], dtype=float)
     idx = wp.array(inputs["idx"], dtype=int)
@@ -105,7 +151,8 @@ def run_all(inputs):
                     device="cpu")
     return {"out": out.numpy(), "acc": acc.numpy(), "old": old.numpy(), "rand": r.numpy(),
             "randi": ri.numpy(), "scatter": s.numpy(), "stack": kept.numpy(),
-            "stack_counts": num.numpy(), "rows": rows.numpy(), "cols": cols.numpy()}
+            "stack_counts": num.numpy(), "rows": rows.numpy(), "cols": cols.numpy(),
+            **run_queries(inputs)}
 '''
 
 
@@ -115,6 +162,10 @@ def test_indexed_random_and_scatter_forms_match_warp(tmp_path):
               # -1, 9 and 12 fall outside the 10 rows; 3 appears twice
               "idx": np.array([3, -1, 0, 9, 12, 3, 5, 7], dtype=np.int32),
               "acc": rng.uniform(-2, 2, (10, 8)).astype(np.float32)}
+    box_lo = np.random.default_rng(0).uniform(0, 10, (50, 3)).astype(np.float32)
+    inputs.update(box_lo=box_lo, box_hi=box_lo + rng.uniform(0.1, 2, (50, 3)).astype(np.float32),
+                  points=rng.uniform(0, 4, (30, 3)).astype(np.float32),
+                  faces=rng.integers(0, 30, 120).astype(np.int32))
     theirs = run_warp(PROGRAM + "\nresults.update(run_all(inputs))\n", tmp_path, **inputs)
     path = tmp_path / "tile_indexed_kernelc.py"  # kernels are read back from their file
     path.write_text("import numpy as np\nimport kernelc as wp\n" + PROGRAM)
@@ -127,6 +178,7 @@ def test_indexed_random_and_scatter_forms_match_warp(tmp_path):
         np.testing.assert_array_equal(ours[key], want, err_msg=key)
     assert ours["scatter"][3, 2] == 5.5 and ours["scatter"][2, 1] == 9.0  # block 1's writes
     assert list(ours["stack_counts"]) == [8, 0, -1]
+    assert ours["boxes"].any() and ours["ray"].any() and ours["faces"].any()
 
 
 @kc.kernel

@@ -543,7 +543,8 @@ def test_every_tile_form_is_in_the_docs():
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "tiles.md").read_text()
-    for module in ("tile_forms", "tile_views", "tile_indexed", "tile_linalg", "tile_fft_scan"):
+    for module in ("tile_forms", "tile_views", "tile_indexed", "tile_linalg", "tile_fft_scan",
+                   "tile_queries"):
         forms = importlib.import_module(f"kernelc.frontend.{module}").SPECIAL_FORMS
         missing = [name for name in forms if f"`{name}" not in text]
         assert not missing, f"docs/tiles.md does not mention {missing}"

@@ -1,0 +1,127 @@
+"""Block-wide BVH and mesh queries (`tile_bvh_query_aabb`, `tile_bvh_query_ray`,
+`tile_mesh_query_aabb`, their `_next` forms and `tile_query_valid`); special forms, see
+`tile_forms`.
+
+With one lane per block, a tiled query is the ordinary query (`bvh_query_aabb`, ...): each
+`_next` hands the lane the next result in a tile of shape (1,), or -1 once the query is
+used up, after which `tile_query_valid` turns false, as Warp's does after a batch without
+results.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.frontend import tile_value as tv
+from kernelc.frontend.builder import Val
+from kernelc.frontend.lower_expr import PyObj, StorageHandle
+from kernelc.frontend.tile_forms import form_table
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode
+
+form = form_table(globals())
+_NAMES = itertools.count()
+
+
+@dataclass(frozen=True)
+class TileQuery(StorageHandle):
+    """A query in progress: the names of the variables holding the scalar query and its
+    index (so the ordinary `_next` form advances them in place), and the valid flag."""
+
+    kind: str  # "bvh" or "mesh"
+    query: str
+    index: str
+    valid: ir.Slot
+
+
+def _start(lowerer, args, node, kind: str, scalar_form: str, params: tuple[str, str, str]):
+    import kernelc
+
+    b = lowerer.b
+    values = [lowerer.visit(args[p]) for p in params]
+    query = lowerer.as_val(lowerer.call_on_values(_callee(lowerer, getattr(kernelc,
+                                                                           scalar_form)),
+                                                  values, node), node)
+    n = next(_NAMES)
+    names = (f"__tile_query{n}", f"__tile_query_index{n}")
+    for name, value in zip(names, (query.value, b.const(0, T.int32))):
+        slot = b.new_slot(name, value.type)
+        b.store(slot, value)
+        lowerer.names[name] = slot
+    valid = b.new_slot("query_valid", T.bool_)
+    b.store(valid, b.const(True, T.bool_))
+    return TileQuery(kind, *names, valid)
+
+
+def _callee(lowerer, obj) -> ast.Name:
+    """A name bound to a kernelc object, to call it through the ordinary call path."""
+    name = f"__tile_callee{next(_NAMES)}"
+    lowerer.names[name] = PyObj(obj)
+    return ast.Name(id=name, ctx=ast.Load())
+
+
+def _next(lowerer, args, node, kind: str, scalar_form: str):
+    import kernelc
+
+    q = lowerer.visit(args["query"])
+    if not isinstance(q, TileQuery) or q.kind != kind:
+        source = "tile_bvh_query_aabb() or tile_bvh_query_ray()" if kind == "bvh" \
+            else "tile_mesh_query_aabb()"
+        raise KernelError(f"{scalar_form.replace('query', 'tile_query', 1)}() needs a query "
+                          f"from {source}")
+    b = lowerer.b
+    call = ast.copy_location(ast.Call(
+        func=_callee(lowerer, getattr(kernelc, scalar_form)),
+        args=[ast.Name(id=q.query, ctx=ast.Load()), ast.Name(id=q.index, ctx=ast.Load())],
+        keywords=[]), node)
+    found = lowerer.as_val(lowerer.visit(ast.fix_missing_locations(call)), node)
+    index = b.load(lowerer.names[q.index])
+    result = b.op(OpCode.SELECT, (found.value, index, b.const(-1, T.int32)), T.int32)
+    b.store(q.valid, found.value)
+    t = tv.new_tile(b, T.int32, (1,))
+    tv.store(b, t, [tv.const(b, 0)], result)
+    return t
+
+
+@form("tile_bvh_query_aabb", "id, low, high",
+      "A block-wide query of the BVH items whose box overlaps [low, high].")
+def _tile_bvh_query_aabb(lowerer, args, node):
+    return _start(lowerer, args, node, "bvh", "bvh_query_aabb", ("id", "low", "high"))
+
+
+@form("tile_bvh_query_ray", "id, start, dir",
+      "A block-wide query of the BVH items whose box the ray `start + t dir` (t >= 0) meets.")
+def _tile_bvh_query_ray(lowerer, args, node):
+    return _start(lowerer, args, node, "bvh", "bvh_query_ray", ("id", "start", "dir"))
+
+
+@form("tile_bvh_query_next", "query", "The next result of a block-wide BVH query: an int "
+      "tile of shape (1,), -1 when there are no more.")
+def _tile_bvh_query_next(lowerer, args, node):
+    return _next(lowerer, args, node, "bvh", "bvh_query_next")
+
+
+@form("tile_mesh_query_aabb", "id, low, high",
+      "A block-wide query of the mesh faces whose box overlaps [low, high].")
+def _tile_mesh_query_aabb(lowerer, args, node):
+    return _start(lowerer, args, node, "mesh", "mesh_query_aabb", ("id", "low", "high"))
+
+
+@form("tile_mesh_query_aabb_next", "query", "The next face of a block-wide mesh query: an "
+      "int tile of shape (1,), -1 when there are no more.")
+def _tile_mesh_query_aabb_next(lowerer, args, node):
+    return _next(lowerer, args, node, "mesh", "mesh_query_aabb_next")
+
+
+@form("tile_query_valid", "query", "Whether a block-wide query may have more results: true "
+      "at first and after a result, false after a step that found nothing.")
+def _tile_query_valid(lowerer, args, node):
+    q = lowerer.visit(args["query"])
+    if not isinstance(q, TileQuery):
+        raise KernelError("tile_query_valid() needs a query from tile_bvh_query_aabb(), "
+                          "tile_bvh_query_ray() or tile_mesh_query_aabb()")
+    return Val(lowerer.b.load(q.valid))
