@@ -14,6 +14,20 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # measure the checkout the scripts are in
 
 
+# The start of a program for `run_program`: `wp` is the library named by argv[1] (Warp
+# initialised quietly), `repeat` the count from argv[2]; `{root}` is filled in.
+PROGRAM_HEAD = """import json, sys, time
+import numpy as np
+sys.path.insert(0, {root!r})
+import importlib
+wp = importlib.import_module(sys.argv[1])
+if sys.argv[1] == "warp":
+    wp.config.quiet = True
+    wp.init()
+repeat = int(sys.argv[2])
+"""
+
+
 def run_program(program: str, module: str, repeat: int, filename: str) -> dict | None:
     """Runs a benchmark program (a template formatted with `root`, the checkout) with
     `module` ("warp" or "kernelc") as `wp` in a fresh process; returns the JSON object it

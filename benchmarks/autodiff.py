@@ -13,18 +13,9 @@ import argparse
 import sys
 import textwrap
 
-from _common import print_table, run_program
+from _common import PROGRAM_HEAD, print_table, run_program
 
-PROGRAM = textwrap.dedent("""
-    import json, sys, time
-    import numpy as np
-    sys.path.insert(0, {root!r})
-    import importlib
-    wp = importlib.import_module(sys.argv[1])
-    if sys.argv[1] == "warp":
-        wp.config.quiet = True
-        wp.init()
-    repeat = int(sys.argv[2])
+PROGRAM = PROGRAM_HEAD + textwrap.dedent("""
 
     @wp.kernel
     def smooth(x: wp.array(dtype=float), y: wp.array(dtype=float)):
