@@ -19,7 +19,8 @@ from kernelc.runtime.device import Device
 
 SCALAR_TYPES = (T.float32, T.float64)
 
-_NO_SPARSE = ("kernelc has no sparse matrices (Warp's warp.sparse.BsrMatrix) yet; pass a "
+_NO_SPARSE = ("only kernelc's own sparse matrices (kernelc.sparse.BsrMatrix) are accepted, "
+              "not Warp's warp.sparse.BsrMatrix; build it with kernelc.sparse, or pass a "
               "dense 2-d kc.array, a 1-d kc.array of diagonal values, or a LinearOperator "
               "with your own matvec")
 
@@ -104,7 +105,7 @@ class LinearOperator:
 
 
 def is_sparse_matrix(A: Any) -> bool:
-    """Whether `A` looks like a Warp sparse matrix (which kernelc cannot take)."""
+    """Whether `A` looks like a sparse matrix (kernelc's, or Warp's, which it cannot take)."""
     module = type(A).__module__ or ""
     return type(A).__name__ == "BsrMatrix" or (module.startswith("warp") and "sparse" in module)
 
@@ -139,13 +140,32 @@ def _diag_matvec(A: array) -> Callable:
     return diag_mv
 
 
+def _is_kernelc_sparse(A: Any) -> bool:
+    from kernelc.sparse import BsrMatrix, BsrScalingExpression
+
+    return isinstance(A, (BsrMatrix, BsrScalingExpression))
+
+
+def _sparse_matvec(A: Any) -> Callable:
+    from kernelc.sparse import bsr_mv
+
+    def sparse_mv(x: array, y: array, z: array, alpha: float, beta: float) -> None:
+        # Warp's: z takes y's values, then bsr_mv updates z in place.
+        if z.ptr != y.ptr and beta != 0.0:
+            kc.copy(z, y)
+        bsr_mv(A, x, z, alpha, beta)
+
+    return sparse_mv
+
+
 def aslinearoperator(A: Any, batch_offsets: array | None = None,
                      max_batch_length: int | None = None) -> LinearOperator | None:
     """Wraps a matrix as a `LinearOperator` (Warp's `warp.optim.linear.aslinearoperator`).
 
     `A` may be a 2-d `kc.array` (a dense matrix), a 1-d `kc.array` (the diagonal of a
-    diagonal matrix), both of float32 or float64, or a `LinearOperator` (returned as it
-    is, as is None).
+    diagonal matrix), both of float32 or float64, a `kernelc.sparse.BsrMatrix` (or a
+    scaled one, `alpha * A`; its products use `bsr_mv`), or a `LinearOperator` (returned
+    as it is, as is None).
 
     Args:
         A: The matrix.
@@ -156,8 +176,8 @@ def aslinearoperator(A: Any, batch_offsets: array | None = None,
         The operator (None for None).
 
     Raises:
-        NotImplementedError: `A` is a sparse matrix (kernelc has no `warp.sparse` yet), or
-            batch arguments are given.
+        NotImplementedError: `A` is a Warp `warp.sparse.BsrMatrix` (not a kernelc one),
+            or batch arguments are given.
         TypeError: The array's dtype is not float32 or float64.
         ValueError: `A` is of another kind.
     """
@@ -168,6 +188,9 @@ def aslinearoperator(A: Any, batch_offsets: array | None = None,
         matvec = _dense_matvec(A) if A.ndim == 2 else _diag_matvec(A)
         return LinearOperator(A.shape, A.dtype, A.device, matvec, batch_offsets=batch_offsets,
                               max_batch_length=max_batch_length)
+    if _is_kernelc_sparse(A):
+        return LinearOperator(A.shape, A.dtype, A.device, _sparse_matvec(A),
+                              batch_offsets=batch_offsets, max_batch_length=max_batch_length)
     if is_sparse_matrix(A):
         raise NotImplementedError(f"aslinearoperator: {_NO_SPARSE}")
     raise ValueError(f"Unable to create LinearOperator from {A!r} (expected a 2-d or 1-d "
@@ -175,6 +198,10 @@ def aslinearoperator(A: Any, batch_offsets: array | None = None,
 
 
 def _jacobi(A: Any, use_abs: bool) -> LinearOperator:
+    if _is_kernelc_sparse(A):
+        from kernelc.sparse.ops import inverse_diagonal
+
+        return aslinearoperator(inverse_diagonal(A, use_abs))
     if not isinstance(A, array) or A.ndim != 2:
         if is_sparse_matrix(A):
             raise NotImplementedError(f"preconditioner: {_NO_SPARSE}")
@@ -194,29 +221,32 @@ _SPARSE_PTYPES = ("block_jacobi_direct", "block_jacobi_sequential", "block_jacob
 
 
 def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
-    """A preconditioner for a dense matrix (Warp's `warp.optim.linear.preconditioner`).
+    """A preconditioner for a dense or sparse matrix (Warp's
+    `warp.optim.linear.preconditioner`).
 
     Args:
-        A: A square 2-d `kc.array` of float32 or float64.
+        A: A square 2-d `kc.array` of float32 or float64, or a square
+            `kernelc.sparse.BsrMatrix` with square blocks (its Jacobi preconditioner inverts
+            the diagonal coefficients of its diagonal blocks, as Warp's does).
         ptype: `"diag"`: Jacobi, the inverse of A's diagonal; `"diag_abs"`: the inverse of
             the absolute values of A's diagonal; `"id"`: no preconditioner (None). A zero
-            diagonal coefficient is inverted to 1. Warp's block-Jacobi and FSAI types need
-            sparse block matrices, which kernelc does not have.
+            diagonal coefficient is inverted to 1. Warp's block-Jacobi and FSAI types
+            (for sparse matrices) are not implemented.
 
     Returns:
         A diagonal `LinearOperator`, or None for `"id"`.
 
     Raises:
         ValueError: Unknown `ptype` (None included, as in Warp), or `A` is not a square
-            2-d array.
-        NotImplementedError: A sparse-only `ptype`, or a sparse `A`.
+            2-d array or a square sparse matrix with square blocks.
+        NotImplementedError: A sparse-only `ptype`, or a Warp (not kernelc) sparse `A`.
     """
     if ptype == "id":
         return None
     if ptype in ("diag", "diag_abs"):
         return _jacobi(A, use_abs=ptype == "diag_abs")
     if ptype in _SPARSE_PTYPES:
-        raise NotImplementedError(f"preconditioner type '{ptype}' needs a sparse block "
-                                  f"matrix: {_NO_SPARSE}")
+        raise NotImplementedError(f"preconditioner type '{ptype}' (for sparse block "
+                                  f"matrices) is not implemented by kernelc; use 'diag'")
     raise ValueError(f"Unsupported preconditioner type '{ptype}' (kernelc supports 'diag', "
                      f"'diag_abs' and 'id')")

@@ -178,16 +178,19 @@ def mv_transpose_kernel(alpha: Any, row_count: int, offsets: kc.array(dtype=int)
 def mm_kernel(alpha: Any, x_offsets: kc.array(dtype=int), x_columns: kc.array(dtype=int),
               x_values: kc.array3d(dtype=Any), y_offsets: kc.array(dtype=int),
               y_columns: kc.array(dtype=int), y_values: kc.array3d(dtype=Any),
-              z_rows: kc.array(dtype=int), z_offsets: kc.array(dtype=int),
+              z_row_count: int, z_offsets: kc.array(dtype=int),
               z_columns: kc.array(dtype=int), z_values: kc.array3d(dtype=Any), zero: Any):
-    # One product block of z: sum over k of x[row, k] @ y[k, col], k in increasing order.
+    # One block of z: z += alpha * sum over k of x[row, k] @ y[k, col], k increasing.
     block, i, j = kc.tid()
-    row = z_rows[block]
+    row = row_index(z_offsets, z_row_count, block)
     col = z_columns[block]
     v = zero
     for x_block in range(x_offsets[row], x_offsets[row + 1]):
         y_block = block_index(x_columns[x_block], col, y_offsets, y_columns)
         if y_block != -1:
+            # The block product first, then its sum into v: Warp's matrix arithmetic.
+            p = zero
             for k in range(x_values.shape[2]):
-                v = v + x_values[x_block, i, k] * y_values[y_block, k, j]
+                p = p + x_values[x_block, i, k] * y_values[y_block, k, j]
+            v = v + p
     z_values[block, i, j] = z_values[block, i, j] + alpha * v

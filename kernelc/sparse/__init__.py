@@ -1,0 +1,28 @@
+"""`kernelc.sparse`: block sparse row (BSR) matrices, the core of Warp's `warp.sparse`.
+
+`import kernelc as wp; wp.sparse.bsr_zeros(...)` and `import kernelc.sparse` both work.
+Matrices use compact storage; block values live on the matrix's device and are computed by
+kernels written in kernelc's own language (CPU and CUDA alike); topologies (which blocks
+exist) are computed on the host with NumPy, following Warp 1.19's rules exactly. See
+docs/sparse.md.
+"""
+
+from kernelc.sparse.build import (
+                                  bsr_diag,
+                                  bsr_from_triplets,
+                                  bsr_identity,
+                                  bsr_set_diag,
+                                  bsr_set_from_triplets,
+                                  bsr_set_identity,
+                                  bsr_set_transpose,
+                                  bsr_set_zero,
+                                  bsr_transposed,
+                                  bsr_zeros,
+)
+from kernelc.sparse.matrix import BsrMatrix, BsrScalingExpression
+from kernelc.sparse.ops import bsr_axpy, bsr_copy, bsr_get_diag, bsr_mm, bsr_mv, bsr_scale
+
+__all__ = ["BsrMatrix", "BsrScalingExpression", "bsr_axpy", "bsr_copy", "bsr_diag",
+           "bsr_from_triplets", "bsr_get_diag", "bsr_identity", "bsr_mm", "bsr_mv",
+           "bsr_scale", "bsr_set_diag", "bsr_set_from_triplets", "bsr_set_identity",
+           "bsr_set_transpose", "bsr_set_zero", "bsr_transposed", "bsr_zeros"]
