@@ -102,7 +102,8 @@ class array(GradMixin):
             dev = get_device(device)
             nbytes = elem.size * math.prod(dims)
             alloc = memory.allocate(dev, nbytes, pinned, elem, dims)
-            self._set(alloc, alloc.ptr, dims, contiguous_strides(dims, elem.size), elem)
+            self._set(alloc, alloc.ptr, dims, contiguous_strides(dims, elem.size), elem,
+                      dense=True)
         elif isinstance(data, array):
             self._init_from_array(data, resolved, shape, device, copy)
         else:
@@ -124,8 +125,9 @@ class array(GradMixin):
         self._kc_type = ArrayType(elem, ndim)  # type: ignore[arg-type]  (None = generic)
 
     def _set(self, alloc: memory.Allocation, ptr: int, shape: tuple[int, ...],
-             strides: tuple[int, ...], dtype: Type) -> None:
-        """Fills in every attribute of a memory-backed array (the one place that does)."""
+             strides: tuple[int, ...], dtype: Type, dense: bool = False) -> None:
+        """Fills in every attribute of a memory-backed array (the one place that does);
+        `dense` says the strides are known to be the contiguous ones."""
         self._alloc = alloc
         self.ptr = ptr
         self.shape = shape
@@ -134,10 +136,10 @@ class array(GradMixin):
         self.ndim = len(shape)
         self.size = math.prod(shape)
         self.device = alloc.device
-        dense = contiguous_strides(shape, dtype.size)
         # Axes of length 1 never move the address, so their strides do not matter.
-        self.is_contiguous = self.size == 0 or all(
-            s == c for n, s, c in zip(shape, strides, dense) if n != 1
+        self.is_contiguous = dense or self.size == 0 or all(
+            s == c for n, s, c in zip(shape, strides, contiguous_strides(shape, dtype.size))
+            if n != 1
         )
         whole = ptr == alloc.ptr and self.is_contiguous and self.size
         self.capacity = alloc.nbytes if whole else memory.span(shape, strides, dtype.size)
