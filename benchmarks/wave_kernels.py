@@ -1,5 +1,8 @@
 """example_wave's two kernels, one launch at a time: kernelc beside warp-lang, in one run.
 
+The kernels come from the example's source in the installed warp-lang, loaded once with
+`import kernelc as wp` and once with `import warp as wp`.
+
     python benchmarks/wave_kernels.py [--size 128] [--repeat 3000]
 
 `wave_solve` gathers its five-point stencil through a func that takes the array and clamps
@@ -13,103 +16,40 @@ the systems taking turns block by block so that both see the same load.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from _common import print_table  # puts this checkout on sys.path
 
 import kernelc as kc
 
-try:
-    import warp as wp
 
-    wp.config.quiet = True
-    wp.init()
-except Exception:  # warp-lang is optional
-    wp = None
+def example_kernels(module: str, folder: Path) -> tuple[object, object] | None:
+    """example_wave's `wave_solve` and `wave_displace`, from Warp's own source with `module`
+    ("kernelc" or "warp") as `wp`; None when warp-lang (with its examples) is missing."""
+    from tests import warp_examples
 
-
-@kc.func
-def kc_sample(f: kc.array(dtype=float), x: int, y: int, width: int, height: int):
-    x = kc.clamp(x, 0, width - 1)
-    y = kc.clamp(y, 0, height - 1)
-    return f[y * width + x]
-
-
-@kc.func
-def kc_laplacian(f: kc.array(dtype=float), x: int, y: int, width: int, height: int):
-    ddx = kc_sample(f, x + 1, y, width, height) - 2.0 * kc_sample(f, x, y, width, height) \
-        + kc_sample(f, x - 1, y, width, height)
-    ddy = kc_sample(f, x, y + 1, width, height) - 2.0 * kc_sample(f, x, y, width, height) \
-        + kc_sample(f, x, y - 1, width, height)
-    return ddx + ddy
-
-
-@kc.kernel
-def kc_wave_solve(hprevious: kc.array(dtype=float), hcurrent: kc.array(dtype=float),
-                  width: int, height: int, inv_cell: float, k_speed: float, k_damp: float,
-                  dt: float):
-    tid = kc.tid()
-    x = tid % width
-    y = tid // width
-    lap = kc_laplacian(hcurrent, x, y, width, height) * inv_cell * inv_cell
-    h1 = hcurrent[tid]
-    h0 = hprevious[tid]
-    hprevious[tid] = 2.0 * h1 - h0 + dt * dt * (k_speed * lap - k_damp * (h1 - h0))
-
-
-@kc.kernel
-def kc_wave_displace(hcurrent: kc.array(dtype=float), hprevious: kc.array(dtype=float),
-                     width: int, height: int, center_x: float, center_y: float, r: float,
-                     mag: float, t: float):
-    tid = kc.tid()
-    dx = float(tid % width) - center_x
-    dy = float(tid // width) - center_y
-    if dx * dx + dy * dy < r * r:
-        h = mag * kc.sin(t)
-        hcurrent[tid] = h
-        hprevious[tid] = h
-
-
-if wp is not None:
-    @wp.func
-    def wp_sample(f: wp.array(dtype=float), x: int, y: int, width: int, height: int):
-        x = wp.clamp(x, 0, width - 1)
-        y = wp.clamp(y, 0, height - 1)
-        return f[y * width + x]
-
-    @wp.func
-    def wp_laplacian(f: wp.array(dtype=float), x: int, y: int, width: int, height: int):
-        ddx = wp_sample(f, x + 1, y, width, height) - 2.0 * wp_sample(f, x, y, width, height) \
-            + wp_sample(f, x - 1, y, width, height)
-        ddy = wp_sample(f, x, y + 1, width, height) - 2.0 * wp_sample(f, x, y, width, height) \
-            + wp_sample(f, x, y - 1, width, height)
-        return ddx + ddy
-
-    @wp.kernel
-    def wp_wave_solve(hprevious: wp.array(dtype=float), hcurrent: wp.array(dtype=float),
-                      width: int, height: int, inv_cell: float, k_speed: float,
-                      k_damp: float, dt: float):
-        tid = wp.tid()
-        x = tid % width
-        y = tid // width
-        lap = wp_laplacian(hcurrent, x, y, width, height) * inv_cell * inv_cell
-        h1 = hcurrent[tid]
-        h0 = hprevious[tid]
-        hprevious[tid] = 2.0 * h1 - h0 + dt * dt * (k_speed * lap - k_damp * (h1 - h0))
-
-    @wp.kernel
-    def wp_wave_displace(hcurrent: wp.array(dtype=float), hprevious: wp.array(dtype=float),
-                         width: int, height: int, center_x: float, center_y: float,
-                         r: float, mag: float, t: float):
-        tid = wp.tid()
-        dx = float(tid % width) - center_x
-        dy = float(tid // width) - center_y
-        if dx * dx + dy * dy < r * r:
-            h = mag * wp.sin(t)
-            hcurrent[tid] = h
-            hprevious[tid] = h
+    if warp_examples.examples_dir() is None:
+        return None
+    if module == "warp":
+        try:
+            import warp
+        except ImportError:
+            return None
+        warp.config.quiet = True
+        warp.init()
+    path = folder / f"{module}_example_wave.py"  # kernels are read back from their file
+    path.write_text(warp_examples.source_for("example_wave", module, shrink=False))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod.wave_solve, mod.wave_displace
 
 
 def launchers(lib, solve, displace, size: int) -> dict[str, object]:
@@ -150,10 +90,18 @@ def main() -> int:
     p.add_argument("--size", type=int, default=128, help="grid side (threads = size**2)")
     p.add_argument("--repeat", type=int, default=3000, help="timed launches per kernel")
     args = p.parse_args()
+    folder = Path(tempfile.mkdtemp())
+    kernels = {"kernelc": example_kernels("kernelc", folder),
+               "warp": example_kernels("warp", folder)}
+    if kernels["kernelc"] is None:
+        print("needs warp-lang's example_wave (pip install warp-lang)", file=sys.stderr)
+        return 1
     systems = {f"kernelc ({kc.config.num_threads} threads)":
-               launchers(kc, kc_wave_solve, kc_wave_displace, args.size)}
-    if wp is not None:
-        systems["warp (cpu)"] = launchers(wp, wp_wave_solve, wp_wave_displace, args.size)
+               launchers(kc, *kernels["kernelc"], args.size)}
+    if kernels["warp"] is not None:
+        import warp
+
+        systems["warp (cpu)"] = launchers(warp, *kernels["warp"], args.size)
     rows = [("kernel (median per launch)", "system", "time", "vs. warp")]
     for kernel in ("wave_solve", "wave_displace"):
         fns = {system: launches[kernel] for system, launches in systems.items()}
