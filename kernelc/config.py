@@ -74,8 +74,12 @@ class Config:
         track_memory (bool): Track every array allocation for `kc.print_memory_report`
             (default False). Warp reads it when `wp.init()` runs; kernelc starts or stops
             tracking as soon as it is assigned, so setting it before `init()` works the same.
-        verify_fp, verify_cuda, print_launches (bool): Warp's settings with Warp's
-            defaults, readable and assignable so that ported code runs; kernelc ignores them.
+        enable_cpu_blocks (bool): Warp's switch for `block_dim` lanes per tile block on
+            the CPU. kernelc runs tiles with one lane per block on every device, so it is
+            False; setting it True raises rather than run tile code with other semantics.
+        verify_fp, verify_cuda, print_launches, verbose_warnings (bool),
+            optimization_level (int | None): Warp's settings with Warp's defaults, readable
+            and assignable so that ported code runs; kernelc ignores them.
     """
 
     def __init__(self) -> None:
@@ -98,7 +102,21 @@ class Config:
         self.verify_fp: bool = False
         self.verify_cuda: bool = False
         self.print_launches: bool = False
+        self.verbose_warnings: bool = False
+        self.optimization_level: int | None = None
         self._track_memory = False
+
+    @property
+    def enable_cpu_blocks(self) -> bool:
+        """Always False: kernelc's tile operations run with one lane per block."""
+        return False
+
+    @enable_cpu_blocks.setter
+    def enable_cpu_blocks(self, value: bool) -> None:
+        if value:
+            raise NotImplementedError(
+                "kernelc runs tile operations with one lane per block on every device; "
+                "config.enable_cpu_blocks = True (block_dim lanes on the CPU) is not supported")
 
     @property
     def track_memory(self) -> bool:

@@ -544,6 +544,11 @@ def test_small_names():
     with pytest.raises(TypeError):
         kc.dtype_to_numpy(kc.vec3)
     assert kc.config.enable_backward is True and kc.config.verify_fp is False
+    assert kc.config.verbose_warnings is False and kc.config.optimization_level is None
+    kc.config.enable_cpu_blocks = False  # Warp's default: accepted
+    assert kc.config.enable_cpu_blocks is False
+    with pytest.raises(NotImplementedError, match="one lane per block"):
+        kc.config.enable_cpu_blocks = True  # tiles would mean something else: refused
     capsule = kc.to_dlpack(kc.zeros(4))
     assert type(capsule).__name__ == "PyCapsule"
     with pytest.raises(TypeError):
