@@ -77,9 +77,10 @@ class Config:
         enable_cpu_blocks (bool): Warp's switch for `block_dim` lanes per tile block on
             the CPU. kernelc runs tiles with one lane per block on every device, so it is
             False; setting it True raises rather than run tile code with other semantics.
-        verify_fp, verify_cuda, print_launches, verbose_warnings (bool),
-            optimization_level (int | None): Warp's settings with Warp's defaults, readable
-            and assignable so that ported code runs; kernelc ignores them.
+        verify_fp, verify_cuda, print_launches, verbose_warnings (bool): Warp's settings
+            with Warp's defaults, readable and assignable so that ported code runs; kernelc
+            ignores them.
+        optimization_level (int | None): Warp's setting (default None), ignored likewise.
     """
 
     def __init__(self) -> None:
