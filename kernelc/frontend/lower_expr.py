@@ -124,7 +124,10 @@ class ExprLowering:
         raise KernelError(f"a value of type {t!r} has no attribute '{attr}'")
 
     def visit_Subscript(self, node: ast.Subscript):
-        base = self.visit(node.value)
+        return self.subscript(self.visit(node.value), node)
+
+    def subscript(self, base: Any, node: ast.Subscript):
+        """`base[...]` with `base` (node.value) already lowered."""
         index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if isinstance(base, PyObj):  # a Python container of constants, indexed at compile time
             key = self.visit(node.slice)
@@ -239,14 +242,18 @@ class ExprLowering:
         return Val(self.b.cast(v.value, t), weak=True)
 
     def visit_UnaryOp(self, node: ast.UnaryOp):
-        v = self.as_val(self.visit(node.operand), node)
-        if isinstance(node.op, ast.Not):
+        return self.unary(node.op, self.visit(node.operand), node)
+
+    def unary(self, op: ast.unaryop, v: Any, node: ast.AST):
+        """Unary operator `op` applied to the lowered operand `v`."""
+        v = self.as_val(v, node)
+        if isinstance(op, ast.Not):
             return Val(self.b.op(OpCode.NOT, (self.truth(v, node).value,), T.bool_))
-        if isinstance(node.op, ast.UAdd):
+        if isinstance(op, ast.UAdd):
             return v
         if not isinstance(v.type, T.ScalarType):
-            return self.nonscalar_unary(node.op, v, node)
-        if isinstance(node.op, ast.USub):
+            return self.nonscalar_unary(op, v, node)
+        if isinstance(op, ast.USub):
             if v.type.is_bool:
                 raise KernelError("unary '-' is not defined for bool")
             opcode = OpCode.NEG

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kernelc import types as T
@@ -59,21 +61,24 @@ class TileLowering:
             raise KernelError(f"tile offsets and indices must be integers, got {v.type!r}")
         return self.b.cast(v.value, T.int32)
 
-    def call_on_values(self, callee: ast.expr, values: list, node: ast.AST) -> Any:
-        """Lowers `callee(*values)` for values already lowered, through the ordinary call
-        path (builtins, funcs, generic funcs alike)."""
+    @contextmanager
+    def bound_names(self, values: list) -> Iterator[list[ast.Name]]:
+        """Names bound to already-lowered values (or compile-time objects) while the
+        `with` lasts, for AST built around them to go through the ordinary visitors."""
         names = [f"__tile_operand{next(_TEMP_NAMES)}" for _ in values]
-        for name, v in zip(names, values):
-            self.names[name] = v
-        call = ast.Call(func=callee, args=[ast.Name(id=n, ctx=ast.Load()) for n in names],
-                        keywords=[])
-        ast.copy_location(call, node)
-        ast.fix_missing_locations(call)
+        self.names.update(zip(names, values))
         try:
-            return self.visit(call)
+            yield [ast.Name(id=n, ctx=ast.Load()) for n in names]
         finally:
             for name in names:
                 del self.names[name]
+
+    def call_on_values(self, callee: ast.expr, values: list, node: ast.AST) -> Any:
+        """Lowers `callee(*values)` for values already lowered, through the ordinary call
+        path (builtins, funcs, generic funcs alike)."""
+        with self.bound_names(values) as args:
+            call = ast.copy_location(ast.Call(func=callee, args=args, keywords=[]), node)
+            return self.visit(ast.fix_missing_locations(call))
 
     def elementwise(self, operands: list, combine, node: ast.AST) -> Tile:
         """A new tile whose elements are `combine(*elements)` (Vals), operands being tiles of
@@ -104,38 +109,19 @@ class TileLowering:
         return self.elementwise([a, b], lambda x, y: super(TileLowering, self).binary(
             op, x, y, node), node)
 
-    def visit_UnaryOp(self, node: ast.UnaryOp):
-        operand = self.visit(node.operand)
-        name = f"__tile_operand{next(_TEMP_NAMES)}"
-        self.names[name] = operand
-        try:
-            if not isinstance(operand, Tile):
-                inner = ast.copy_location(
-                    ast.UnaryOp(op=node.op, operand=ast.Name(id=name, ctx=ast.Load())), node)
-                return super().visit_UnaryOp(ast.fix_missing_locations(inner))
-            if not isinstance(node.op, (ast.USub, ast.UAdd)):
-                raise KernelError("only unary '-' and '+' apply to tiles")
-            if isinstance(node.op, ast.UAdd):
-                return operand
-
-            def negate(x: Val):
-                inner = ast.copy_location(
-                    ast.UnaryOp(op=node.op, operand=ast.Name(id=elem, ctx=ast.Load())), node)
-                self.names[elem] = x
-                try:
-                    return super(TileLowering, self).visit_UnaryOp(ast.fix_missing_locations(inner))
-                finally:
-                    del self.names[elem]
-
-            elem = f"__tile_operand{next(_TEMP_NAMES)}"
-            return self.elementwise([operand], negate, node)
-        finally:
-            del self.names[name]
+    def unary(self, op: ast.unaryop, v: Any, node: ast.AST):
+        if not isinstance(v, Tile):
+            return super().unary(op, v, node)
+        if not isinstance(op, (ast.USub, ast.UAdd)):
+            raise KernelError("only unary '-' and '+' apply to tiles")
+        if isinstance(op, ast.UAdd):
+            return v
+        return self.elementwise([v], lambda x: super(TileLowering, self).unary(op, x, node),
+                                node)
 
     # ---- element access ---------------------------------------------------------------------
 
-    def visit_Subscript(self, node: ast.Subscript):
-        base = self.visit(node.value)
+    def subscript(self, base: Any, node: ast.Subscript):
         index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if isinstance(base, Tile):
             parts = [n if isinstance(n, ast.Slice) else self.visit(n) for n in index_nodes]
@@ -148,15 +134,7 @@ class TileLowering:
                     raise KernelError(f"indices must be integers, got {v.type!r}")
                 indices.append(v)
             return self.value_subscript(base, tuple(indices), node)
-        # Anything else takes the ordinary path, with `node.value` already lowered.
-        name = f"__tile_operand{next(_TEMP_NAMES)}"
-        self.names[name] = base
-        try:
-            inner = ast.copy_location(ast.Subscript(
-                value=ast.Name(id=name, ctx=ast.Load()), slice=node.slice, ctx=ast.Load()), node)
-            return super().visit_Subscript(ast.fix_missing_locations(inner))
-        finally:
-            del self.names[name]
+        return super().subscript(base, node)
 
     def tile_gather(self, t: Tile, parts: list) -> Tile:
         """`t[indices, :]` (Warp's advanced indexing): one index is a 1-d int tile, every

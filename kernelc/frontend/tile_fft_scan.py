@@ -28,13 +28,6 @@ def _int(b, x: ir.Value, code: OpCode, y: ir.Value | int) -> ir.Value:
     return b.op(code, (x, tv.const(b, y) if isinstance(y, int) else y), T.int32)
 
 
-def _flat(b, t: Tile) -> Tile:
-    """`t` as a 1-d row-major view, copied first when its elements are not in order."""
-    if t.strides != tv.row_major(t.shape):
-        t = tv.materialise(b, t)
-    return t.view((t.size,), (1,))
-
-
 # ---- FFT ----------------------------------------------------------------------------------
 
 def _complex_tile(lowerer, args, what: str) -> Tile:
@@ -209,7 +202,7 @@ def _scan(lowerer, node, what: str, combine, exclusive: bool = False) -> Tile:
     if not isinstance(t.dtype, T.ScalarType) or t.dtype == T.bool_:
         raise KernelError(f"{what} needs a tile of numbers, got {t.dtype!r}")
     b = lowerer.b
-    src = _flat(b, t)
+    src = tv.flat(b, t)
     out = tv.new_tile(b, t.dtype, t.shape, "scan")
     flat_out = out.view((t.size,), (1,))
     acc = b.new_slot("scan_acc", t.dtype)

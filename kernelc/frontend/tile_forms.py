@@ -424,11 +424,7 @@ def _fold(lowerer, t: Tile, step, node, axis: int | None = None) -> Tile:
     first element starting the accumulator; elements are taken in row-major order."""
     b = lowerer.b
     if axis is None:
-        out_shape, t2 = (1,), t.view((t.size,), (1,)) if is_contiguous(t) else None
-        if t2 is None:
-            t2 = tv.materialise(b, t)
-            t2 = t2.view((t.size,), (1,))
-        src, keep = t2, 0
+        out_shape, src, keep = (1,), tv.flat(b, t), 0
     else:
         if not -t.ndim <= axis < t.ndim:
             raise KernelError(f"axis {axis} out of range for a {t.ndim}-d tile")
@@ -453,10 +449,6 @@ def _fold(lowerer, t: Tile, step, node, axis: int | None = None) -> Tile:
         out = tv.new_tile(b, result.type, out_shape)
         tv.store(b, out, outer if keep else [tv.const(b, 0)], result)
     return out
-
-
-def is_contiguous(t: Tile) -> bool:
-    return t.strides == tv.row_major(t.shape)
 
 
 def axis_operand(lowerer, args) -> int | None:
@@ -496,8 +488,7 @@ def _arg_extremum(name: str, opcode: OpCode, what: str):
         if not isinstance(t.dtype, T.ScalarType):
             raise KernelError(f"{name}() needs scalar elements")
         b = lowerer.b
-        flat = t if is_contiguous(t) else tv.materialise(b, t)
-        flat = flat.view((t.size,), (1,))
+        flat = tv.flat(b, t)
         best = b.new_slot("best", t.dtype)
         where = b.new_slot("where", T.int32)
         b.store(best, tv.load(b, flat, [tv.const(b, 0)]))

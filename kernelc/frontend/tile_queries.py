@@ -43,9 +43,8 @@ def _start(lowerer, args, node, kind: str, scalar_form: str, params: tuple[str, 
 
     b = lowerer.b
     values = [lowerer.visit(args[p]) for p in params]
-    query = lowerer.as_val(lowerer.call_on_values(_callee(lowerer, getattr(kernelc,
-                                                                           scalar_form)),
-                                                  values, node), node)
+    with lowerer.bound_names([PyObj(getattr(kernelc, scalar_form))]) as (callee,):
+        query = lowerer.as_val(lowerer.call_on_values(callee, values, node), node)
     n = next(_NAMES)
     names = (f"__tile_query{n}", f"__tile_query_index{n}")
     for name, value in zip(names, (query.value, b.const(0, T.int32))):
@@ -55,13 +54,6 @@ def _start(lowerer, args, node, kind: str, scalar_form: str, params: tuple[str, 
     valid = b.new_slot("query_valid", T.bool_)
     b.store(valid, b.const(True, T.bool_))
     return TileQuery(kind, *names, valid)
-
-
-def _callee(lowerer, obj) -> ast.Name:
-    """A name bound to a kernelc object, to call it through the ordinary call path."""
-    name = f"__tile_callee{next(_NAMES)}"
-    lowerer.names[name] = PyObj(obj)
-    return ast.Name(id=name, ctx=ast.Load())
 
 
 def _next(lowerer, args, node, kind: str, scalar_form: str):
@@ -74,11 +66,12 @@ def _next(lowerer, args, node, kind: str, scalar_form: str):
         raise KernelError(f"{scalar_form.replace('query', 'tile_query', 1)}() needs a query "
                           f"from {source}")
     b = lowerer.b
-    call = ast.copy_location(ast.Call(
-        func=_callee(lowerer, getattr(kernelc, scalar_form)),
-        args=[ast.Name(id=q.query, ctx=ast.Load()), ast.Name(id=q.index, ctx=ast.Load())],
-        keywords=[]), node)
-    found = lowerer.as_val(lowerer.visit(ast.fix_missing_locations(call)), node)
+    with lowerer.bound_names([PyObj(getattr(kernelc, scalar_form))]) as (callee,):
+        # The query and index variables are advanced in place, as `bvh_query_next` does.
+        call = ast.Call(func=callee, args=[ast.Name(id=q.query, ctx=ast.Load()),
+                                           ast.Name(id=q.index, ctx=ast.Load())], keywords=[])
+        call = ast.fix_missing_locations(ast.copy_location(call, node))
+        found = lowerer.as_val(lowerer.visit(call), node)
     index = b.load(lowerer.names[q.index])
     result = b.op(OpCode.SELECT, (found.value, index, b.const(-1, T.int32)), T.int32)
     b.store(q.valid, found.value)

@@ -196,3 +196,14 @@ def materialise(b: IRBuilder, tile: Tile, name: str = "tile") -> Tile:
     out = new_tile(b, tile.dtype, tile.shape, name)
     copy(b, out, tile)
     return out
+
+
+def in_order(tile: Tile) -> bool:
+    """Whether the tile's elements lie in its storage in row-major order."""
+    return tile.strides == row_major(tile.shape)
+
+
+def flat(b: IRBuilder, tile: Tile) -> Tile:
+    """The tile as a 1-d row-major view, copied first when its elements are not in order."""
+    src = tile if in_order(tile) else materialise(b, tile)
+    return src.view((tile.size,), (1,))

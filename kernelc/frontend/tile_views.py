@@ -10,7 +10,7 @@ from kernelc.errors import KernelError
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj, TupleVal
-from kernelc.frontend.tile_forms import axis_operand, form_table, is_contiguous
+from kernelc.frontend.tile_forms import axis_operand, form_table
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir.nodes import OpCode
 
@@ -86,7 +86,7 @@ def _tile_reshape(lowerer, args, node):
     shape = tv.check_shape(dims)
     if math.prod(shape) != t.size:
         raise KernelError(f"tile_reshape(): cannot reshape {t.shape} into {shape}")
-    src = t if is_contiguous(t) else tv.materialise(lowerer.b, t)
+    src = t if tv.in_order(t) else tv.materialise(lowerer.b, t)
     return src.view(shape, tv.row_major(shape))
 
 
