@@ -189,21 +189,18 @@ class TileLowering:
     def tile_indices(self, tile: Tile, indices) -> list:
         """The indices as int32; a constant one out of range is an error, and in debug mode
         a run-time one is checked (each dimension, not just the flat position)."""
-        out = []
-        for axis, (i, n) in enumerate(zip(indices, tile.shape)):
+        b = self.b
+        out = [b.cast(i.value, T.int32) for i in indices]
+        for axis, (i, k, n) in enumerate(zip(indices, out, tile.shape)):
             if i.const is not None:
                 if not 0 <= i.const < n:
                     raise KernelError(f"index {i.const} out of range for axis {axis} of a "
                                       f"{tile!r}")
-            else:
-                b = self.b
-                k = b.cast(i.value, T.int32)
-                ok = b.op(OpCode.BITAND, (b.op(OpCode.GE, (k, tv.const(b, 0)), T.bool_),
-                                          b.op(OpCode.LT, (k, tv.const(b, n)), T.bool_)),
-                          T.bool_)
-                b.append(ir.Assert(b.loc, ok, f"tile index {axis} within 0..{n - 1}"))
-            out.append(self.b.cast(i.value, T.int32))
-        return out + [self.b.cast(i.value, T.int32) for i in indices[len(out):]]
+                continue
+            ok = b.op(OpCode.BITAND, (b.op(OpCode.GE, (k, tv.const(b, 0)), T.bool_),
+                                      b.op(OpCode.LT, (k, tv.const(b, n)), T.bool_)), T.bool_)
+            b.append(ir.Assert(b.loc, ok, f"tile index {axis} within 0..{n - 1}"))
+        return out
 
     def value_attribute(self, base: Any, attr: str, node: ast.AST):
         if isinstance(base, Tile):

@@ -15,7 +15,6 @@ from kernelc.frontend.tile_forms import array_operand, check_storage, form_table
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
-from kernelc.runtime.tiled import LANES
 
 form = form_table(globals())
 
@@ -23,7 +22,7 @@ form = form_table(globals())
 @form("block_dim", "", "The number of lanes in a block: 1 in kernelc, whose tile operations "
       "run one lane per block.")
 def _block_dim(lowerer, args, node):
-    return Val(lowerer.b.const(LANES, T.int32), const=LANES)
+    return Val(lowerer.b.const(tv.LANES, T.int32), const=tv.LANES)
 
 
 @form("tile_from_thread", "shape, value, thread_idx=, storage=",

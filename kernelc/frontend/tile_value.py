@@ -23,6 +23,7 @@ from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
 MAX_TILE_ELEMENTS = 65536  # a local array's limit, in scalar components
+LANES = 1  # lanes per block: tile operations run one lane per block on every device
 
 
 def components(dtype: T.Type) -> int:

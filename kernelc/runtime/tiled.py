@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernelc.errors import KernelError
+from kernelc.frontend.tile_value import LANES
 from kernelc.runtime.launch import launch
 
 __all__ = ["launch_tiled"]
 
 # kernelc runs tile operations with one lane per block on every device (Warp's CPU
-# default), so the appended block dimension has length 1 whatever block_dim says.
-LANES = 1
+# default), so the appended block dimension has length LANES (1) whatever block_dim says.
 
 
 def launch_tiled(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
