@@ -327,7 +327,7 @@ def test_kernels_compile_for_cuda_without_a_gpu(dtype=kc.float32):
     from kernelc.optim import linear_kernels
 
     kernels = [k for k in vars(linear_kernels).values() if isinstance(k, Kernel)]
-    assert len(kernels) >= 20
+    assert len(kernels) >= 18  # every solver kernel, found by looking (not an empty list)
     for kernel in kernels:
         # Generic parameters (arrays of Any, Any scalars) take the solver's scalar type.
         types = [kc.types.ArrayType(dtype, t.ndim) if isinstance(t, kc.types.ArrayType)

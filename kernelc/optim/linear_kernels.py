@@ -110,14 +110,15 @@ def update_condition_kernel(maxiter: int, cycle_size: int, cur_iter: kc.array(dt
 
 
 @kc.kernel
-def cg_kernel_1(tol: kc.array(dtype=Any), resid: kc.array(dtype=Any),
-                rz_old: kc.array(dtype=Any), p_Ap: kc.array(dtype=Any), x: kc.array(dtype=Any),
-                r: kc.array(dtype=Any), p: kc.array(dtype=Any), Ap: kc.array(dtype=Any),
-                zero: Any):
+def ratio_step(tol: kc.array(dtype=Any), resid: kc.array(dtype=Any), num: kc.array(dtype=Any),
+               den: kc.array(dtype=Any), x: kc.array(dtype=Any), r: kc.array(dtype=Any),
+               dx: kc.array(dtype=Any), dr: kc.array(dtype=Any), zero: Any):
+    """x += a dx and r -= a dr with a = num / den, or 0 once converged: the step of CG
+    (and CR on its fast path) and both half-steps of BiCGSTAB."""
     i = kc.tid()
-    alpha = kc.where(resid[0] > tol[0], rz_old[0] / p_Ap[0], zero)
-    x[i] = x[i] + alpha * p[i]
-    r[i] = r[i] - alpha * Ap[i]
+    a = kc.where(resid[0] > tol[0], num[0] / den[0], zero)
+    x[i] = x[i] + a * dx[i]
+    r[i] = r[i] - a * dr[i]
 
 
 @kc.kernel
@@ -153,28 +154,6 @@ def cr_kernel_2(tol: kc.array(dtype=Any), resid: kc.array(dtype=Any),
 
 
 # ---- BiCGSTAB ---------------------------------------------------------------------------
-
-
-@kc.kernel
-def bicgstab_kernel_1(tol: kc.array(dtype=Any), resid: kc.array(dtype=Any),
-                      rho_old: kc.array(dtype=Any), r0v: kc.array(dtype=Any),
-                      x: kc.array(dtype=Any), r: kc.array(dtype=Any), y: kc.array(dtype=Any),
-                      v: kc.array(dtype=Any), zero: Any):
-    i = kc.tid()
-    alpha = kc.where(resid[0] > tol[0], rho_old[0] / r0v[0], zero)
-    x[i] = x[i] + alpha * y[i]
-    r[i] = r[i] - alpha * v[i]
-
-
-@kc.kernel
-def bicgstab_kernel_2(tol: kc.array(dtype=Any), resid: kc.array(dtype=Any),
-                      st: kc.array(dtype=Any), tt: kc.array(dtype=Any), z: kc.array(dtype=Any),
-                      t: kc.array(dtype=Any), x: kc.array(dtype=Any), r: kc.array(dtype=Any),
-                      zero: Any):
-    i = kc.tid()
-    omega = kc.where(resid[0] > tol[0], st[0] / tt[0], zero)
-    x[i] = x[i] + omega * z[i]
-    r[i] = r[i] - omega * t[i]
 
 
 @kc.kernel

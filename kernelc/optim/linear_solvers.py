@@ -71,7 +71,7 @@ class CG(RestartableLinearSolverState):
             self._copy(rz_new, rz_old)
             A.matvec(p, Ap, Ap, alpha=1, beta=0)
             dot.compute(p, Ap, col_offset=1)
-            self._launch(K.cg_kernel_1, [atol_sq, r_norm_sq, rz_old, dot.col(1), x, r, p, Ap,
+            self._launch(K.ratio_step, [atol_sq, r_norm_sq, rz_old, dot.col(1), x, r, p, Ap,
                                          zero])
             if update_direction:
                 update_rr_rz()
@@ -147,7 +147,7 @@ class CR(RestartableLinearSolverState):
             dot.compute(Ap, y, col_offset=1)
             y_Ap = dot.col(1)
             if M is None:  # the first update is CG's
-                self._launch(K.cg_kernel_1, [atol_sq, r_norm_sq, zAz_old, y_Ap, x, r, p, Ap,
+                self._launch(K.ratio_step, [atol_sq, r_norm_sq, zAz_old, y_Ap, x, r, p, Ap,
                                              zero])
             else:
                 self._launch(K.cr_kernel_1, [atol_sq, r_norm_sq, zAz_old, y_Ap, x, r, z, p, Ap,
@@ -238,7 +238,7 @@ class BiCGSTAB(LinearSolverState):
             dot.compute(r0, v, col_offset=2)
             r0v = dot.col(2)
             # x += alpha y, r -= alpha v with alpha = rho / (r0 . v)
-            self._launch(K.bicgstab_kernel_1, [atol_sq, r_norm_sq, rho, r0v, x, r, y, v, zero])
+            self._launch(K.ratio_step, [atol_sq, r_norm_sq, rho, r0v, x, r, y, v, zero])
             dot.compute(r, r, col_offset=0)
             if M is not None:
                 M.matvec(r, z, z, alpha=1.0, beta=0.0)
@@ -252,7 +252,7 @@ class BiCGSTAB(LinearSolverState):
                 dot.compute(t, t, col_offset=4)
             st, tt = dot.col(3), dot.col(4)
             # x += omega z, r -= omega t with omega = st / tt
-            self._launch(K.bicgstab_kernel_2, [atol_sq, r_norm_sq, st, tt, z, t, x, r, zero])
+            self._launch(K.ratio_step, [atol_sq, r_norm_sq, st, tt, x, r, z, t, zero])
             dot.compute(r_and_r0, self._r_repeated, col_offset=0)  # r.r and rho = r0.r
             # p = r + beta (p - omega v)
             self._launch(K.bicgstab_kernel_3, [atol_sq, r_norm_sq, rho, r0v, st, tt, p, r, v,
