@@ -142,7 +142,7 @@ def divisions_i16(x: kc.array(dtype=kc.int16), y: kc.array(dtype=kc.int16),
 
 def _decision(kernel) -> bool | None:
     """Whether the last launch of `kernel` ran the variant that assumes disjoint arrays."""
-    return kernel.last_launch[4].disjoint
+    return kernel.last_launch.cmd.disjoint
 
 
 def _relax_reference(older, newer, cols, rows, w, g):
@@ -265,7 +265,7 @@ def test_the_promise_would_break_an_aliasing_launch(rng):
     xs = nonzero(rng, n, np.float32)
     a = kc.array(xs)
     kc.launch(add_twice, n, inputs=[a, kc.array(xs)])
-    compiled = get_cpu_kernel(add_twice, add_twice.last_launch[4].compiled.params)
+    compiled = get_cpu_kernel(add_twice, add_twice.last_launch.cmd.compiled.params)
     args = pack_args(compiled, [a, a], (n,))
     error = ErrorRecord()
     args.error = ctypes.addressof(error)

@@ -98,3 +98,52 @@ def test_structs_and_vectors_changed_in_place_are_repacked():
     v[0] = 10.0
     kc.launch(apply_gains, 3, [p, v, out])
     np.testing.assert_allclose(out.numpy(), np.tile([12.0, 4.5, 6.5], (3, 1)))
+
+
+def _freed(make_and_launch) -> bool:
+    """Whether the arrays a launch was given die with the caller's last reference."""
+    import gc
+    import weakref
+
+    refs = [weakref.ref(a) for a in make_and_launch()]
+    gc.collect()
+    return all(r() is None for r in refs)
+
+
+def test_a_launch_does_not_keep_its_arrays_alive(rng):
+    def first():
+        a, b, out = _arrays(rng, 3, (5, 4))
+        kc.launch(blend, (5, 4), [a, b, out, 1.0, 2.0])
+        return a, b, out
+
+    assert _freed(first)
+
+    def reused():  # the packing of the launch above, reused with swapped-in arrays
+        a, b, out = _arrays(rng, 3, (5, 4))
+        kc.launch(blend, (5, 4), [a, b, out, 1.0, 2.0])
+        kc.launch(blend, (5, 4), [b, a, out, 0.5, 2.0])
+        return a, b, out
+
+    assert _freed(reused)
+
+    def adjoint():
+        x = kc.array(rng.uniform(-1, 1, 16).astype(np.float32), requires_grad=True)
+        out = kc.zeros(16, dtype=float, requires_grad=True)
+        kc.launch(accumulate, 16, [x, out])
+        out.grad.fill_(1.0)
+        kc.launch(accumulate, 16, [x, out], adj_inputs=[None, None], adjoint=True)
+        kc.launch(accumulate, 16, [x, out], adj_inputs=[None, None], adjoint=True)
+        return x, out, x.grad, out.grad
+
+    assert _freed(adjoint)
+
+
+def test_reuse_after_the_old_arrays_died(rng):
+    # A new array may take a dead one's place in memory (and even its id): the launch
+    # must still read the new one's data, shape and strides.
+    for shape in [(6, 5), (6, 5), (3, 4)]:
+        a, b = _arrays(rng, 2, shape)
+        out = kc.full(shape, np.nan, dtype=float)
+        kc.launch(blend, shape, [a, b, out, 2.0, -1.0])
+        np.testing.assert_allclose(out.numpy(), 2 * a.numpy() - b.numpy(), rtol=1e-6)
+        del a, b, out

@@ -212,7 +212,7 @@ class Kernel(_SourceMixin):
         # per argument-type tuple: the IR module and, per device kind, the compiled kernel
         self._ir: dict[tuple[T.Type, ...], ir.Module] = {}
         self.compiled: dict[Any, Any] = {}
-        self.last_launch: tuple | None = None  # the runtime's memo of the latest launch
+        self.last_launch = None  # the runtime's memo of the latest CPU launch (LaunchMemo)
 
     def __repr__(self) -> str:
         return f"<kernelc.kernel {self.key}>"

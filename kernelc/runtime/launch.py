@@ -425,15 +425,21 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
                                device, stream, record_cmd, block_dim)
     values = [*inputs, *outputs]
     last = kernel.last_launch
-    if last is not None and last[0] == dim and last[1] is device and last[2] == config.mode \
-            and len(last[3]) == len(values) and same_or_repacked(kernel, last, values):
+    if last is not None and last.dim == dim and last.device is device \
+            and last.mode == config.mode and len(last.refs) == len(values) \
+            and same_or_repacked(kernel, last, values):
         # The same argument objects as last time (a simulation loop), or new Python numbers
         # in place of old ones (repacked in place): reuse the packing.
-        cmd = last[4]
+        cmd = last.cmd
         if record_cmd:
-            return Launch(kernel, cmd.compiled, cmd.dims, cmd.values, cmd.device,
-                          cmd.disjoint)
-        _run_or_capture(kernel, cmd)
+            recorded = Launch(kernel, cmd.compiled, cmd.dims, cmd.values, cmd.device,
+                              cmd.disjoint)
+            last.park(kernel)
+            return recorded
+        try:
+            _run_or_capture(kernel, cmd)
+        finally:
+            last.park(kernel)
         if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
             tape.record_launch(kernel, dim, max_blocks, inputs, outputs, cmd.device, block_dim)
         return None
@@ -451,10 +457,13 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     if record_cmd:
         return cmd
     if cmd is not None:  # a CPU launch (launch_cuda has already run a CUDA one)
-        # Keeps the last arguments alive until the next launch of this kernel, like a
-        # recorded command would; identity checks above make reuse safe.
-        kernel.last_launch = (dim, device, config.mode, values, cmd)
-        _run_or_capture(kernel, cmd)
+        # Remembered for reuse without keeping its arrays alive; identity checks above
+        # make reuse safe.
+        memo = kernel.last_launch = LaunchMemo(dim, device, config.mode, values, cmd)
+        try:
+            _run_or_capture(kernel, cmd)
+        finally:
+            memo.park(kernel)
     if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
         tape.record_launch(kernel, dim, max_blocks, inputs, outputs, dev, block_dim)
     return None
@@ -513,9 +522,12 @@ def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], de
                    record_cmd)
     if record_cmd or cmd is None:
         return cmd
-    backward.last_launch = (dim, device, config.mode, full, cmd)
-    backward.last_adjoints = (given, adj_values, mask)
-    _run_or_capture(backward, cmd)
+    memo = backward.last_launch = LaunchMemo(dim, device, config.mode, full, cmd)
+    backward.last_adjoints = (held_weakly(given), held_weakly(adj_values), mask)
+    try:
+        _run_or_capture(backward, cmd)
+    finally:
+        memo.park(backward)
     return None
 
 
@@ -544,4 +556,9 @@ def _check_strides(kernel, names, types, values) -> None:
 
 
 # The reuse of a launch's packing (imported last: it refers back to this module).
-from kernelc.runtime.launch_reuse import rerun_adjoint, same_or_repacked  # noqa: E402
+from kernelc.runtime.launch_reuse import (  # noqa: E402
+    LaunchMemo,
+    held_weakly,
+    rerun_adjoint,
+    same_or_repacked,
+)
