@@ -227,7 +227,7 @@ def apply(ad, s: ir.Op, g: ir.Value) -> None:
         cur = b.op(OpCode.LOCAL_LOAD, (index,), g.type, slot)
         b.append(ir.LocalStore(b.loc, slot, index, b.op(OpCode.ADD, (cur, g), g.type)))
     elif op is OpCode.ARRAY_LOAD:
-        _array_load(ad, s, g)
+        array_load(ad, s, g)
     elif op is OpCode.EXTRACT:
         _extract(ad, s, g)
     elif op is OpCode.BUILD:
@@ -289,13 +289,20 @@ def _if_gradient_array(ad, shadow: ir.Value, emit: Callable[[], None]) -> None:
     b.append(ir.If(b.loc, nonempty, tuple(body)))
 
 
-def _array_load(ad, s: ir.Op, g: ir.Value) -> None:
+def array_load(ad, s: ir.Op, g: ir.Value) -> None:
+    """The gradient `g` of array read `s`: into the gradient array, or into a loop's sum."""
     dtype = s.args[0].type.dtype
-    if not differentiable(dtype):
+    if not differentiable(dtype) or ad.sh(s.args[0]) is None:
         return
+    if not isinstance(dtype, T.StructType) and ad.defer_read(s, g):
+        return  # summed while the loop runs backwards, added once after it
+    array_load_gradient(ad, s, g)
+
+
+def array_load_gradient(ad, s: ir.Op, g: ir.Value) -> None:
+    """Adds `g` into the gradient array of array read `s`, at the read's indices."""
+    dtype = s.args[0].type.dtype
     shadow = ad.sh(s.args[0])
-    if shadow is None:
-        return
     indices = [ad.val(i) for i in s.args[1:]]
     b = ad.b
 

@@ -75,3 +75,17 @@ def neg(b: IRBuilder, x: ir.Value) -> ir.Value:
         xk = b.op(OpCode.EXTRACT, (x,), c, k)
         parts.append(neg(b, xk) if differentiable(c) else xk)
     return b.op(OpCode.BUILD, parts, t)
+
+
+def nonzero(b: IRBuilder, x: ir.Value) -> ir.Value:
+    """Whether any component of the gradient `x` is not zero (NaN counts as not zero)."""
+    t = x.type
+    if isinstance(t, T.ScalarType):
+        return b.op(OpCode.NE, (x, b.const(0, t)), T.bool_)
+    out = None
+    for k, c in enumerate(_components(t)):
+        if not differentiable(c):
+            continue
+        part = nonzero(b, b.op(OpCode.EXTRACT, (x,), c, k))
+        out = part if out is None else b.op(OpCode.SELECT, (out, out, part), T.bool_)
+    return out if out is not None else b.const(False, T.bool_)
