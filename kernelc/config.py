@@ -77,6 +77,10 @@ class Config:
         enable_cpu_blocks (bool): Warp's switch for `block_dim` lanes per tile block on
             the CPU. kernelc runs tiles with one lane per block on every device, so it is
             False; setting it True raises rather than run tile code with other semantics.
+        verify_autograd_array_access (bool): While a `kc.Tape` records, warn when an
+            array is overwritten after a recorded launch read it, or when a kernel writes an
+            array argument after reading it (Warp's setting; default False).
+        version (str): The kernelc version.
         verify_fp, verify_cuda, print_launches, verbose_warnings (bool): Warp's settings
             with Warp's defaults, readable and assignable so that ported code runs; kernelc
             ignores them.
@@ -99,6 +103,7 @@ class Config:
         self.quiet: bool = True
         self.reduce_mode: ReduceMode = ReduceMode.Direct
         self.enable_backward: bool = True
+        self.verify_autograd_array_access: bool = False
         # Warp-only settings: read and written by ported code, no effect in kernelc.
         self.verify_fp: bool = False
         self.verify_cuda: bool = False
@@ -106,6 +111,13 @@ class Config:
         self.verbose_warnings: bool = False
         self.optimization_level: int | None = None
         self._track_memory = False
+
+    @property
+    def version(self) -> str:
+        """The kernelc version (Warp's `config.version` is Warp's)."""
+        from kernelc import __version__
+
+        return __version__
 
     @property
     def enable_cpu_blocks(self) -> bool:

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from kernelc import types as T
+from kernelc.autodiff.access import clear_marks
+from kernelc.config import config
 from kernelc.frontend.decorators import kernel as _kernel
 from kernelc.frontend.special import tid as _tid
 from kernelc.frontend.struct import default_value
@@ -114,6 +116,8 @@ class Tape:
                    adj_inputs=[self.get_adjoint(a) for a in inputs],
                    adj_outputs=[self.get_adjoint(a) for a in outputs],
                    device=device, adjoint=True, max_blocks=max_blocks, block_dim=block_dim)
+        if config.verify_autograd_array_access:  # the reads have served their purpose
+            clear_marks(self.launches)
 
     def record_launch(self, kernel: Any, dim: Any, max_blocks: int, inputs: Sequence[Any],
                       outputs: Sequence[Any], device: Any, block_dim: int | None = 0,
@@ -186,6 +190,8 @@ class Tape:
 
     def reset(self) -> None:
         """Forgets every recorded operation and zeroes the gradients."""
+        if config.verify_autograd_array_access:
+            clear_marks(self.launches)
         self.launches = []
         self.scopes = []
         self.zero()

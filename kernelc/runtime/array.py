@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from kernelc.runtime import memory
+from kernelc.runtime.array_access import AccessMixin
 from kernelc.runtime.array_grad import GradMixin, copy_grads, init_grad, view_grad
 from kernelc.runtime.array_struct import struct_fill_value, struct_host_data, struct_instances
 from kernelc.runtime.device import Device, get_device
@@ -32,7 +33,7 @@ from kernelc.types import int32 as _int32
 Devicelike = Device | str | None
 
 
-class array(GradMixin):
+class array(GradMixin, AccessMixin):
     """A strided array of 1 to 4 dimensions on a device (Warp's `wp.array`).
 
     With `data`, `shape` or `ptr` it holds memory; with none of them it is a type-only
@@ -247,7 +248,9 @@ class array(GradMixin):
 
     def _view(self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> array:
         """A new array over the same memory (without a grad: callers add the grad's view)."""
-        return array._over(self._alloc, ptr, shape, strides, self.dtype, self.pinned)
+        view = array._over(self._alloc, ptr, shape, strides, self.dtype, self.pinned)
+        view._ref = self
+        return view
 
     def _require_memory(self, what: str) -> None:
         if self.ptr is None:
@@ -396,6 +399,7 @@ class array(GradMixin):
                              f"shape {pattern.shape}")
         if self.size:
             memory.fill_array(self, np.broadcast_to(pattern, inner))
+        self._is_read = False  # initialised: earlier reads no longer matter (mark_init)
 
     def zero_(self) -> None:
         """Sets every element to zero (all bytes zero, which also suits struct elements)."""
@@ -403,6 +407,7 @@ class array(GradMixin):
         np_dtype, inner = element_layout(self.dtype)
         if self.size:
             memory.fill_array(self, np.zeros(inner, np_dtype))
+        self._is_read = False  # (mark_init)
 
     def assign(self, src: Any) -> None:
         """Copies `src` (an array, NumPy array or list of the same shape) into this array;

@@ -120,6 +120,12 @@ def copy_grads(dest: array, src: array, dest_offset: int, src_offset: int, count
     if tape is None:
         return
     from kernelc.autodiff.tape import adj_copy
+    from kernelc.config import config
+
+    if config.verify_autograd_array_access:
+        from kernelc.autodiff.access import check_copy
+
+        check_copy(dest, src)
 
     def backward() -> None:
         # The grads and retain_grad are looked up when the backward pass runs, as in Warp.

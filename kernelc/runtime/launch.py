@@ -442,6 +442,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
             last.park(kernel)
         if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
             tape.record_launch(kernel, dim, max_blocks, inputs, outputs, cmd.device, block_dim)
+            if config.verify_autograd_array_access:
+                _check_access(kernel, values, cmd.compiled.params)
         return None
     dims = normalize_dim(kernel, dim)
     names = kernel.arg_names
@@ -466,7 +468,15 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
             memo.park(kernel)
     if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
         tape.record_launch(kernel, dim, max_blocks, inputs, outputs, dev, block_dim)
+        if config.verify_autograd_array_access:
+            _check_access(kernel, values, types)
     return None
+
+
+def _check_access(kernel, values: Sequence[Any], types: Sequence[T.Type]) -> None:
+    from kernelc.autodiff.access import check_launch
+
+    check_launch(kernel, values, types)
 
 
 def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[T.Type, ...],
