@@ -44,6 +44,9 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
     "example_fluid_checkpoint": [
         (r"N_GRID = wp\.constant\(512\)", "N_GRID = wp.constant(64)", "a smaller grid"),
     ],
+    "example_fluid_checkpoint_custom_backward": [
+        (r"N_GRID = wp\.constant\(512\)", "N_GRID = wp.constant(64)", "a smaller grid"),
+    ],
     "example_navier_stokes_perturbation": [
         (r"N_GRID = 512", "N_GRID = 32", "a smaller grid"),
     ],
@@ -179,10 +182,13 @@ def run_navier_stokes_perturbation(mod) -> dict[str, np.ndarray]:
 
 
 DRIVERS = {"example_fluid_checkpoint": run_fluid_checkpoint, "example_diffray": run_diffray,
-           "example_navier_stokes_perturbation": run_navier_stokes_perturbation}
+           "example_navier_stokes_perturbation": run_navier_stokes_perturbation,
+           # the same training loop; its pressure solve has a hand-written backward pass
+           "example_fluid_checkpoint_custom_backward": run_fluid_checkpoint}
 # (name, static light loop) for each run compared with Warp
 RUNS = [("example_fluid_checkpoint", False), ("example_diffray", True),
-        ("example_navier_stokes_perturbation", False)]
+        ("example_navier_stokes_perturbation", False),
+        ("example_fluid_checkpoint_custom_backward", False)]
 
 
 def run(name: str, module: str, folder: Path, static_lights: bool = False):
