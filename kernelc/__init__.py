@@ -101,6 +101,7 @@ _LAZY_MODULES = (
     "kernelc.autodiff.custom",  # func_grad, adjoint
     "kernelc.lib.noise",
     "kernelc.lib.sampling",
+    "kernelc.lib.rotations",  # quat_between_vectors, transform_expand
     "kernelc.frontend.linalg_forms",
     "kernelc.spatial.mesh",
     "kernelc.spatial.bvh",
@@ -114,20 +115,25 @@ _LAZY_MODULES = (
     "kernelc.runtime.tiled",  # launch_tiled
     "kernelc.optim._export",  # `kc.optim`, the optimisers
     "kernelc.autograd._export",  # `kc.autograd`, gradient checks
+    "kernelc.spatial.volume",  # Volume
+    "kernelc.frontend.volume_forms",  # volume_sample, volume_lookup, ...
+    "kernelc.geometry._export",  # MarchingCubes (Warp's older name)
 )
+
+# Subpackages reachable as attributes without their own import, like Warp's.
+_SUBMODULES = ("utils", "sparse", "render", "geometry", "fem")
 
 
 def __getattr__(name: str):
     import importlib
 
-    if name == "utils":
-        import kernelc.utils as utils
+    if name in _SUBMODULES:  # `kc.sparse`, `kc.render`, ... as after `import warp.sparse`
+        return importlib.import_module(f"kernelc.{name}")
+    if name == "map":  # `kc.map` (Warp's `wp.map`); loading it loads kernelc.utils
+        from kernelc.utils.map import map
 
-        return utils
-    if name == "sparse":
-        import kernelc.sparse as sparse
-
-        return sparse
+        globals()["map"] = map
+        return map
     if name == "HashGridQuery":
         from kernelc.spatial.hash_grid_lang import HashGridQuery
 

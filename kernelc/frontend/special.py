@@ -190,7 +190,8 @@ _FORM_MODULES = ("kernelc.frontend.construct", "kernelc.frontend.hash_grid_forms
                  "kernelc.builtins.utility", "kernelc.frontend.sampling_forms",
                  "kernelc.frontend.tile_forms", "kernelc.frontend.tile_views",
                  "kernelc.frontend.tile_indexed", "kernelc.frontend.tile_linalg",
-                 "kernelc.frontend.tile_fft_scan", "kernelc.frontend.tile_queries")
+                 "kernelc.frontend.tile_fft_scan", "kernelc.frontend.tile_queries",
+                 "kernelc.frontend.volume_forms")
 
 
 _PYTHON_SPECIALS = {print: "print", len: "len", range: "range"}

@@ -1,0 +1,523 @@
+"""`kc.Volume`: a sparse volume in NanoVDB format that kernels sample through `volume.id`.
+
+The volume keeps a NanoVDB grid buffer on its device (`volume.array()`) and, next to it, a
+small descriptor (`kernelc.spatial.volume_lang.DESCRIPTOR_*`: the grid's address and the
+byte layout of its nodes) whose address is the `uint64` id kernels receive. Grids come from
+`.nvdb` files, from buffers, or are built on the host with NumPy (`load_from_numpy`,
+`allocate`, `allocate_by_tiles`, `allocate_by_voxels`) in the node order Warp's builder
+uses, on every device.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+from kernelc import types as T
+from kernelc.runtime.array import array
+from kernelc.runtime.device import get_device
+from kernelc.spatial import nanovdb as nv
+from kernelc.spatial.nanovdb_build import build_grid
+from kernelc.spatial.volume_grids import (
+    allocation_type,
+    dense_leaves,
+    normalize_voxel_size,
+    points_to_coords,
+    transform_of,
+)
+
+__all__ = ["Volume"]
+
+# What `Volume.dtype` reports for each NanoVDB value type (as Warp).
+_DTYPES = {"float": T.float32, "double": T.float64, "int16": T.int16, "int32": T.int32,
+           "int64": T.int64, "Vec3f": T.VectorType(3, T.float32),
+           "Vec3d": T.VectorType(3, T.float64), "Half": T.float16, "uint32": T.uint32,
+           "bool": T.bool_, "Vec4f": T.VectorType(4, T.float32),
+           "Vec4d": T.VectorType(4, T.float64), "Vec3u8": T.VectorType(3, T.uint8),
+           "Vec3u16": T.VectorType(3, T.uint16), "uint8": T.uint8}
+
+
+class Volume:
+    """A sparse volume (a NanoVDB grid) that kernels read and write through `volume.id`.
+
+    Args:
+        data: Contiguous `kc.uint8` array of NanoVDB grids (no file header): the first is used.
+        copy: Copy the buffer (True) or use it in place (False: keep it alive).
+
+    Attributes:
+        id: The `uint64` to pass to kernels.
+        device: The device of the volume.
+    """
+
+    CLOSEST: ClassVar[int] = 0
+    """Nearest-voxel sampling (halfway cases round away from zero)."""
+    LINEAR: ClassVar[int] = 1
+    """Trilinear sampling."""
+    # Warp's rebuild status flags (kernelc volumes are not rebuildable; the names exist for
+    # code that tests them).
+    REBUILD_SUCCESS: ClassVar[int] = 0
+    REBUILD_LEAF_CAPACITY_EXCEEDED: ClassVar[int] = 1
+    REBUILD_LOWER_CAPACITY_EXCEEDED: ClassVar[int] = 2
+    REBUILD_UPPER_CAPACITY_EXCEEDED: ClassVar[int] = 4
+    REBUILD_VOXEL_CAPACITY_EXCEEDED: ClassVar[int] = 8
+    REBUILD_INVALID_INPUT: ClassVar[int] = 16
+
+    class GridInfo(NamedTuple):
+        """Grid metadata: name, size in bytes, position in its buffer, value type name and
+        the index-to-world transform (float32)."""
+
+        name: str
+        size_in_bytes: int
+        grid_index: int
+        grid_count: int
+        type_str: str
+        translation: Any
+        transform_matrix: Any
+
+    class ActiveStats(NamedTuple):
+        """Topology counts of the grid."""
+
+        voxel_count: int
+        leaf_node_count: int
+        lower_node_count: int
+        upper_node_count: int
+
+    class RebuildInfo(NamedTuple):
+        """Capacity for rebuilds: kernelc volumes are never rebuildable."""
+
+        kind: str | None
+        max_voxel_count: int
+        max_leaf_node_count: int
+        max_lower_node_count: int
+        max_upper_node_count: int
+
+    class FeatureArrayInfo(NamedTuple):
+        """A blind-data array stored with the grid."""
+
+        name: str
+        ptr: int
+        value_size: int
+        value_count: int
+        type_str: str
+
+    def __init__(self, data: array | None, copy: bool = True) -> None:
+        self.id = None
+        if data is None:
+            return
+        if not isinstance(data, array) or data.ndim != 1 or not data.is_contiguous:
+            raise TypeError("Volume data must be a contiguous 1-d kc.array of bytes")
+        self._source = data  # a buffer used in place stays alive with the volume
+        if data.dtype != T.uint8:
+            data = array(ptr=data.ptr, dtype=T.uint8, shape=data.size * data.dtype.size,
+                         device=data.device)
+        self.device = data.device
+        host = data.numpy()
+        self._header = nv.validate(host)
+        self._buffer = array(data, copy=True) if copy else data
+        self._write_descriptor(host)
+
+    def _write_descriptor(self, host: np.ndarray) -> None:
+        from kernelc.spatial import volume_lang as vl
+
+        h = self._header
+        lay = nv.layout(h.grid_type)
+        grid = self._buffer.ptr
+        raw = np.zeros(vl.DESCRIPTOR_SIZE, np.uint8)
+        u64, i32 = raw.view(np.uint64), raw.view(np.int32)
+        root = grid + nv.GRID_SIZE + h.node_offsets[3]
+        u64[vl.DESCRIPTOR_GRID // 8] = grid
+        u64[vl.DESCRIPTOR_ROOT // 8] = root
+        u64[vl.DESCRIPTOR_LEAVES // 8] = grid + nv.GRID_SIZE + h.node_offsets[0]
+        i32[vl.DESCRIPTOR_GRID_TYPE // 4] = h.grid_type
+        count = min(nv.indexable_voxel_count(h), 2**31 - 1)
+        i32[vl.DESCRIPTOR_VOXEL_COUNT // 4] = count
+        if lay is None:  # no tiles: every walk ends at the root, and nothing is read there
+            i32[vl.DESCRIPTOR_KIND // 4] = vl.KIND_UNSUPPORTED
+        else:
+            root_at = nv.GRID_SIZE + h.node_offsets[3] + nv.ROOT_TILE_COUNT
+            i32[vl.DESCRIPTOR_KIND // 4] = nv.INDEX_TYPES.get(h.grid_type, vl.KIND_VALUES)
+            i32[vl.DESCRIPTOR_TILE_COUNT // 4] = int(host[root_at:root_at + 4].view(np.uint32)[0])
+            fields = {vl.DESCRIPTOR_BACKGROUND: lay.root_background,
+                      vl.DESCRIPTOR_TILES: lay.root_size, vl.DESCRIPTOR_TILE_SIZE: lay.tile_size,
+                      vl.DESCRIPTOR_TILE_VALUE: lay.tile_value,
+                      vl.DESCRIPTOR_UPPER_TABLE: lay.upper_table,
+                      vl.DESCRIPTOR_LOWER_TABLE: lay.lower_table,
+                      vl.DESCRIPTOR_LEAF_TABLE: lay.leaf_table,
+                      vl.DESCRIPTOR_TABLE_STRIDE: lay.table_stride,
+                      vl.DESCRIPTOR_VALUE_SIZE: lay.value_size,
+                      vl.DESCRIPTOR_LEAF_SIZE: lay.leaf_size}
+            for offset, value in fields.items():
+                i32[offset // 4] = value
+        self._descriptor = array(raw, dtype=T.uint8, device=self.device)
+        self.id = self._descriptor.ptr
+
+    def _host(self) -> np.ndarray:
+        """The grid's bytes on the host (a view for CPU volumes, a copy otherwise)."""
+        return self.array().numpy()
+
+    def _check(self) -> None:
+        if not self.id:
+            raise RuntimeError("Invalid Volume")
+
+    # ---- metadata ------------------------------------------------------------------------
+
+    def array(self) -> array:
+        """The grid's buffer, as an array of bytes on the volume's device (a view that keeps
+        the volume's memory alive)."""
+        self._check()
+        return self._buffer[:self._header.grid_size]
+
+    def get_grid_info(self) -> Volume.GridInfo:
+        """The grid's name, size, index and count in its buffer, type and transform."""
+        self._check()
+        h = nv.read_header(self._host()[:nv.GRID_SIZE + nv.TREE_SIZE])
+        from kernelc.types_vec import TYPES
+
+        return Volume.GridInfo(h.name, h.grid_size, h.grid_index, h.grid_count, h.type_str,
+                               TYPES["vec3f"](*h.vecf), TYPES["mat33f"](*h.matf))
+
+    def get_voxel_size(self) -> tuple[float, float, float]:
+        """The voxel size in world units (float32 precision, as Warp reports it)."""
+        self._check()
+        return tuple(float(np.float32(v)) for v in self._header.voxel_size)
+
+    @property
+    def dtype(self) -> Any:
+        """The type of the grid's values (None for index grids and other special types)."""
+        return _DTYPES.get(self._header.type_str)
+
+    @property
+    def is_index(self) -> bool:
+        """Whether the grid is an index grid (no values: a linear index per voxel)."""
+        return self._header.grid_type in nv.INDEX_TYPES
+
+    @property
+    def is_rebuildable(self) -> bool:
+        """Always False: kernelc does not implement `rebuild`."""
+        return False
+
+    def get_rebuild_info(self) -> Volume.RebuildInfo:
+        """No rebuild capacity (kernelc volumes are not rebuildable)."""
+        return Volume.RebuildInfo(None, 0, 0, 0, 0)
+
+    def rebuild(self, points: Any, status: Any = None, point_mask: Any = None) -> Any:
+        """Not supported: kernelc volumes are not rebuildable (raises NotImplementedError)."""
+        raise NotImplementedError("Volume.rebuild() is not supported by kernelc: allocate a new "
+                                  "volume instead")
+
+    def get_tile_count(self) -> int:
+        """The number of tiles (NanoVDB leaves, 8^3 voxels each)."""
+        self._check()
+        return self._header.node_counts[0]
+
+    def get_voxel_count(self) -> int:
+        """The number of indexable voxels: the active voxels of an OnIndex grid (from
+        `allocate_by_voxels`), else 512 per tile."""
+        self._check()
+        return nv.indexable_voxel_count(self._header)
+
+    def get_active_stats(self) -> Volume.ActiveStats:
+        """Voxel, leaf, lower-node and upper-node counts of the grid."""
+        self._check()
+        return Volume.ActiveStats(self.get_voxel_count(), *self._header.node_counts)
+
+    def _out(self, out: array | None, rows: np.ndarray) -> array:
+        if out is None:
+            return array(rows, dtype=T.int32, device=self.device)
+        vec3i = T.VectorType(3, T.int32)
+        shape_ok = (out.ndim == 1 and out.dtype == vec3i) or (
+            out.ndim == 2 and out.dtype == T.int32 and out.shape[1] == 3)
+        if not isinstance(out, array) or out.device != self.device or len(out) < len(rows):
+            raise RuntimeError(f"'out' must be an array with at least {len(rows)} rows on "
+                               f"device {self.device}")
+        if not shape_ok or not out.is_contiguous:
+            raise RuntimeError("'out' must be a contiguous 1D array with type vec3i or a 2D "
+                               "array of type int32 with shape (N, 3)")
+        flat = array(ptr=out.ptr, dtype=T.int32, shape=(len(rows), 3), device=self.device)
+        flat.assign(rows)
+        return out
+
+    def get_tiles(self, out: array | None = None) -> array:
+        """The origins of the tiles, in storage order: an (n, 3) int32 array (or `out`)."""
+        self._check()
+        return self._out(out, nv.leaf_origins(self._host(), self._header))
+
+    def get_voxels(self, out: array | None = None) -> array:
+        """The coordinates of the indexable voxels, by linear index: (n, 3) int32."""
+        self._check()
+        host, h = self._host(), self._header
+        origins = nv.leaf_origins(host, h)
+        coords = (origins[:, None, :] + nv.leaf_offsets_to_coords()[None]).reshape(-1, 3)
+        if nv.INDEX_TYPES.get(h.grid_type) == 2:
+            coords = coords[nv.active_masks(host, h).reshape(-1)]
+        return self._out(out, np.ascontiguousarray(coords[:self.get_voxel_count()]))
+
+    # ---- blind data ----------------------------------------------------------------------
+
+    def get_feature_array_count(self) -> int:
+        """The number of blind-data arrays stored with the grid."""
+        self._check()
+        return self._header.blind_count
+
+    def get_feature_array_info(self, feature_index: int) -> Volume.FeatureArrayInfo:
+        """Name, address, value size and count, and type of blind-data array `feature_index`."""
+        self._check()
+        h = self._header
+        index = operator.index(feature_index)
+        if not 0 <= index < h.blind_count:
+            raise RuntimeError("Invalid feature array")
+        host = self._host()
+        meta = h.blind_offset + index * nv.BLIND_METADATA_SIZE
+        offset, count, size = nv._u("qQI", host, meta)
+        grid_type = nv._u("I", host, meta + 28)[0]
+        name = bytes(host[meta + 32:meta + 32 + nv.NAME_SIZE]).split(b"\0", 1)[0].decode()
+        if not 0 <= meta + offset <= h.grid_size - count * size:
+            raise RuntimeError("Invalid feature array")
+        return Volume.FeatureArrayInfo(name, self._buffer.ptr + meta + offset, size, count,
+                                       nv.GRID_TYPES.get(grid_type, ("?",))[0])
+
+    def feature_array(self, feature_index: int, dtype: Any = None) -> array:
+        """Blind-data array `feature_index` as an array (of `dtype`, or of its stored type)."""
+        info = self.get_feature_array_info(feature_index)
+        t = T.as_type(dtype) if dtype is not None else _DTYPES.get(info.type_str, T.uint8)
+        count, size = info.value_count, info.value_size
+        if t.size == 1:  # any data as bytes
+            count, size = count * size, 1
+        elif size == 1 and count % t.size == 0:  # bytes as any type
+            count, size = count // t.size, t.size
+        if t.size != size:
+            raise RuntimeError(f"Cannot cast feature data of size {size} to array dtype {t!r}")
+        return array(ptr=info.ptr, dtype=t, shape=count, device=self.device)
+
+    # ---- files and buffers ---------------------------------------------------------------
+
+    @classmethod
+    def load_from_nvdb(cls, file_or_buffer: Any, device: Any = None) -> Volume:
+        """A volume from a `.nvdb` file (an open binary file or its bytes), uncompressed or
+        zlib-compressed (blosc too, when the `blosc` module is installed)."""
+        read = getattr(file_or_buffer, "read", None)
+        data = read() if read is not None else file_or_buffer
+        if isinstance(data, np.ndarray):
+            data = data.tobytes()
+        grids = np.frombuffer(nv.read_nvdb(bytes(data)), np.uint8)
+        nv.split_grids(grids)  # every grid of the buffer, before anything is allocated
+        return cls(array(grids, dtype=T.uint8, device=device), copy=False)
+
+    def save_to_nvdb(self, path: Any, codec: str = "none") -> Any:
+        """Writes the grids of the volume's buffer to a `.nvdb` file (codec "none", "zip"
+        or "blosc"); returns `path`."""
+        self._check()
+        if self._header.grid_index > 0:
+            raise RuntimeError("Saving of aliased Volumes is not supported. Use `save_to_nvdb` "
+                               "on the original volume, before any `load_next_grid` calls.")
+        blob = nv.write_nvdb(self._buffer.numpy(), codec)
+        with open(path, "wb") as f:
+            f.write(blob)
+        return path
+
+    @classmethod
+    def load_from_address(cls, grid_ptr: int, buffer_size: int = 0, device: Any = None
+                          ) -> Volume:
+        """A volume using, in place, the grid buffer at address `grid_ptr` on `device`
+        (`buffer_size` bytes; 0: the size of the grid found there)."""
+        if not grid_ptr:
+            raise RuntimeError("Invalid grid buffer pointer")
+        if not buffer_size:
+            head = array(ptr=grid_ptr, dtype=T.uint8, shape=nv.GRID_SIZE + nv.TREE_SIZE,
+                         device=device).numpy()
+            buffer_size = nv.read_header(head).grid_size
+        return cls(array(ptr=grid_ptr, dtype=T.uint8, shape=buffer_size, device=device),
+                   copy=False)
+
+    def load_next_grid(self) -> Volume | None:
+        """The next grid of the volume's buffer as a volume (None after the last one)."""
+        self._check()
+        h = self._header
+        rest = self._buffer.size - h.grid_size
+        if h.grid_index + 1 >= h.grid_count or rest <= 0:
+            return None
+        volume = Volume.load_from_address(self._buffer.ptr + h.grid_size, rest, self.device)
+        volume._previous_grid = self  # the buffer is this volume's
+        return volume
+
+    # ---- building volumes on the host ----------------------------------------------------
+
+    @classmethod
+    def _build(cls, origins: np.ndarray, grid_type: int, background: bytes,
+               values: np.ndarray | None, active: np.ndarray, matrix: np.ndarray,
+               translation: Any, device: Any) -> Volume:
+        grid_class = nv.CLASS_INDEX_GRID if grid_type in nv.INDEX_TYPES else nv.CLASS_UNKNOWN
+        buf = build_grid(origins, grid_type, background, values, active, matrix,
+                         np.asarray(translation, np.float32), grid_class)
+        return cls(array(buf, dtype=T.uint8, device=device), copy=False)
+
+    @classmethod
+    def load_from_numpy(cls, ndarray: np.ndarray, min_world: Sequence[float] = (0.0, 0.0, 0.0),
+                        voxel_size: Any = 1.0, bg_value: Any = 0.0, device: Any = None
+                        ) -> Volume:
+        """A dense volume from a 3-d array of values (4-d with a last axis of 3 for vec3).
+
+        Voxel (i, j, k) holds `ndarray[i, j, k]` and lies at `min_world + (i, j, k) *
+        voxel_size` in world space. A sequence `bg_value` makes a vec3f volume, a Python
+        int an int32 volume, anything else a float32 volume; the tiles are padded with it.
+
+        Args:
+            ndarray: The values.
+            min_world: World position of voxel (0, 0, 0).
+            voxel_size: Voxel size: a number, or one per axis.
+            bg_value: The value outside the array (also the volume's type, see above).
+            device: The device of the volume.
+        """
+        sizes = normalize_voxel_size(voxel_size)
+        data = np.asarray(ndarray)
+        vector = hasattr(bg_value, "__len__")
+        if data.ndim != (4 if vector else 3) or (vector and data.shape[3] != 3):
+            want = "(X, Y, Z, 3) for vec3 values" if vector else "(X, Y, Z)"
+            raise ValueError(f"load_from_numpy() needs an array of shape {want}, got "
+                             f"{data.shape}")
+        dtype = np.float32 if vector or not isinstance(bg_value, int) else np.int32
+        grid_type = 6 if vector else (4 if dtype is np.int32 else 1)
+        shape = data.shape[:3]
+        high = [min_world[a] + (-(-shape[a] // 8) * 8 - 1) * sizes[a] for a in range(3)]
+        lo, hi = _index_box(min_world, high, sizes, min_world)
+        origins = _tile_origins(lo, hi)
+        background = np.asarray(bg_value, dtype).reshape(-1)
+        values = dense_leaves(data, origins, background, dtype)
+        active = np.ones((len(origins), nv.LEAF_TABLE), bool)
+        return cls._build(origins, grid_type, background.tobytes(), values, active,
+                          np.diag(sizes), min_world, device)
+
+    @classmethod
+    def allocate(cls, min: Sequence[float], max: Sequence[float], voxel_size: Any,  # noqa: A002
+                 bg_value: Any = 0.0, translation: Sequence[float] = (0.0, 0.0, 0.0),
+                 points_in_world_space: bool = False, device: Any = None) -> Volume:
+        """A volume whose tiles cover the voxels from `min` to `max` (inclusive).
+
+        Args:
+            min: Lower corner, in index space (or world space, see below).
+            max: Upper corner, inclusive.
+            voxel_size: Voxel size: a number, or one per axis.
+            bg_value: The background value, which also sets the value type (None: an index grid).
+            translation: World position of voxel (0, 0, 0).
+            points_in_world_space: `min` and `max` are world positions (rounded to voxels).
+            device: The device of the volume.
+        """
+        sizes = normalize_voxel_size(voxel_size)
+        if points_in_world_space:
+            lo, hi = _index_box(min, max, sizes, translation)
+        else:
+            lo, hi = np.asarray(min, np.int32), np.asarray(max, np.int32)
+        origins = _tile_origins(lo, hi)
+        return cls.allocate_by_tiles(array(origins, dtype=T.int32, device="cpu"), sizes,
+                                     bg_value, translation, device)
+
+    @classmethod
+    def allocate_by_tiles(cls, tile_points: Any, voxel_size: Any = None, bg_value: Any = 0.0,
+                          translation: Sequence[float] = (0.0, 0.0, 0.0), device: Any = None,
+                          transform: Any = None, rebuildable: bool = False,
+                          max_tiles: int | None = None, max_lower_nodes: int | None = None,
+                          max_upper_nodes: int | None = None, status: Any = None,
+                          point_mask: Any = None) -> Volume:
+        """A volume with a tile (8^3 active voxels, set to `bg_value`) around each point.
+
+        Args:
+            tile_points: Index-space vec3i / (n, 3) int32, or world-space vec3f / (n, 3) float32.
+            voxel_size: Voxel size: a number, or one per axis (or give `transform`).
+            bg_value: Background and initial value; sets the value type (None: index grid).
+            translation: World position of voxel (0, 0, 0).
+            device: The device of the volume.
+            transform: 3x3 index-to-world linear transform, instead of `voxel_size`.
+            rebuildable: Not supported (must be False).
+            max_tiles: Rebuild capacity; not supported.
+            max_lower_nodes: Rebuild capacity; not supported.
+            max_upper_nodes: Rebuild capacity; not supported.
+            status: Rebuild status output; not supported.
+            point_mask: Optional int32 array, one per point: points where it is 0 are ignored.
+        """
+        _no_rebuild(rebuildable, max_tiles, max_lower_nodes, max_upper_nodes, status)
+        matrix = transform_of(voxel_size, transform)
+        coords = points_to_coords(tile_points, point_mask, matrix, translation, "tile_points")
+        origins = np.unique(coords & np.int32(~7), axis=0)
+        device = _device_of(tile_points, device)
+        grid_type, background = allocation_type(bg_value)
+        active = np.ones((len(origins), nv.LEAF_TABLE), bool)
+        if grid_type == 19:  # an index grid: every voxel of a tile has an index
+            return cls._build(origins, grid_type, b"", None, active, matrix, translation, device)
+        values = np.tile(np.frombuffer(background, np.uint8), (len(origins), nv.LEAF_TABLE))
+        return cls._build(origins, grid_type, background, values, active, matrix, translation,
+                          device)
+
+    @classmethod
+    def allocate_by_voxels(cls, voxel_points: Any, voxel_size: Any = None,
+                           translation: Sequence[float] = (0.0, 0.0, 0.0), device: Any = None,
+                           transform: Any = None, rebuildable: bool = False,
+                           max_active_voxels: int | None = None,
+                           max_leaf_nodes: int | None = None, max_lower_nodes: int | None = None,
+                           max_upper_nodes: int | None = None, status: Any = None,
+                           point_mask: Any = None) -> Volume:
+        """An index volume (OnIndex grid) with an active voxel at each point.
+
+        Args:
+            voxel_points: Index-space vec3i / (n, 3) int32, or world-space vec3f / (n, 3) float32.
+            voxel_size: Voxel size: a number, or one per axis (or give `transform`).
+            translation: World position of voxel (0, 0, 0).
+            device: The device of the volume.
+            transform: 3x3 index-to-world linear transform, instead of `voxel_size`.
+            rebuildable: Not supported (must be False).
+            max_active_voxels: Rebuild capacity; not supported.
+            max_leaf_nodes: Rebuild capacity; not supported.
+            max_lower_nodes: Rebuild capacity; not supported.
+            max_upper_nodes: Rebuild capacity; not supported.
+            status: Rebuild status output; not supported.
+            point_mask: Optional int32 array, one per point: points where it is 0 are ignored.
+        """
+        _no_rebuild(rebuildable, max_active_voxels, max_leaf_nodes, max_lower_nodes,
+                    max_upper_nodes, status)
+        matrix = transform_of(voxel_size, transform)
+        coords = np.unique(points_to_coords(voxel_points, point_mask, matrix, translation,
+                                            "voxel_points"), axis=0)
+        origins, leaf_of = np.unique(coords & np.int32(~7), axis=0, return_inverse=True)
+        active = np.zeros((len(origins), nv.LEAF_TABLE), bool)
+        local = coords & 7
+        active[leaf_of.reshape(-1), (local[:, 0] << 6) | (local[:, 1] << 3) | local[:, 2]] = True
+        return cls._build(origins, 20, b"", None, active, matrix, translation,
+                          _device_of(voxel_points, device))
+
+    def __repr__(self) -> str:
+        if not self.id:
+            return "Volume(None)"
+        h = self._header
+        return (f"Volume({h.type_str!r} grid {h.name!r}, {h.node_counts[0]} tiles, "
+                f"device={self.device})")
+
+
+def _index_box(low: Any, high: Any, sizes: tuple[float, ...], translation: Any):
+    """World corners to voxel coordinates, rounded halfway to even (as Warp's host code)."""
+    scale = np.asarray(sizes, np.float32)
+    shift = np.asarray(translation, np.float64)
+    lo = np.around((np.asarray(low, np.float32) - shift) / scale)
+    hi = np.around((np.asarray(high, np.float32) - shift) / scale)
+    return lo.astype(np.int32), hi.astype(np.int32)
+
+
+def _tile_origins(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Origins of the tiles covering voxels lo..hi (inclusive), x slowest."""
+    axes = [np.arange(lo[a] // 8, hi[a] // 8 + 1, dtype=np.int32) * 8 for a in range(3)]
+    if any(len(a) == 0 for a in axes):
+        raise ValueError(f"the box from {tuple(lo)} to {tuple(hi)} holds no voxels")
+    grid = np.meshgrid(*axes, indexing="ij")
+    return np.stack([g.reshape(-1) for g in grid], axis=1)
+
+
+def _no_rebuild(rebuildable: bool, *capacities: Any) -> None:
+    if rebuildable or any(c is not None for c in capacities):
+        raise NotImplementedError("rebuildable volumes (rebuildable=, max_*=, status=) are "
+                                  "not supported by kernelc")
+
+
+def _device_of(points: Any, device: Any) -> Any:
+    # as Warp: the given (or current) device, whatever the points' device
+    return get_device(device)
