@@ -1,0 +1,103 @@
+"""`kernelc.fem`: finite elements in the style of Warp's `warp.fem`.
+
+Import it as Warp's (`import kernelc.fem as fem`) or reach it as `kc.fem`. A problem is
+written with Warp's names: a geometry (`Grid2D`, `Grid3D`), a function space on it
+(`make_polynomial_space`), integration domains (`Cells`, `BoundarySides`), test and trial
+fields (`make_test`, `make_trial`), `@fem.integrand` functions using the operators
+(`fem.grad`, `fem.normal`, ...), and `integrate`, which returns vectors and `kernelc.sparse`
+matrices. See docs/fem.md for what is supported.
+"""
+
+from kernelc.fem import linalg, operators, polynomial
+from kernelc.fem.dirichlet import (
+    normalize_dirichlet_projector,
+    project_linear_system,
+    project_system_matrix,
+    project_system_rhs,
+)
+from kernelc.fem.domain import BoundarySides, Cells, GeometryDomain, Sides
+from kernelc.fem.element import Element
+from kernelc.fem.field import (
+    DiscreteField,
+    FieldLike,
+    TestField,
+    TrialField,
+    make_discrete_field,
+    make_space_restriction,
+    make_test,
+    make_trial,
+)
+from kernelc.fem.geometry import Geometry
+from kernelc.fem.grid2d import Grid2D
+from kernelc.fem.grid3d import Grid3D
+from kernelc.fem.integrand import Integrand, integrand
+from kernelc.fem.integrate import integrate
+from kernelc.fem.interpolate import interpolate
+from kernelc.fem.operators import (
+    Operator,
+    average,
+    deformation_gradient,
+    degree,
+    grad,
+    grad_average,
+    grad_jump,
+    grad_outer,
+    inner,
+    jump,
+    measure,
+    measure_ratio,
+    normal,
+    outer,
+    position,
+    scalar_type,
+)
+from kernelc.fem.polynomial import Polynomial
+from kernelc.fem.quadrature import Quadrature, RegularQuadrature
+from kernelc.fem.restriction import SpaceRestriction
+from kernelc.fem.shape import ElementBasis, ShapeFunction, make_element_shape_function
+from kernelc.fem.space import (
+    CollocatedFunctionSpace,
+    FunctionSpace,
+    ShapeBasisSpace,
+    SpacePartition,
+    make_collocated_function_space,
+    make_polynomial_basis_space,
+    make_polynomial_space,
+    make_space_partition,
+)
+from kernelc.fem.topology import SpaceTopology
+from kernelc.fem.types import (
+    NULL_ELEMENT_INDEX,
+    NULL_NODE_INDEX,
+    NULL_QP_INDEX,
+    OUTSIDE,
+    Coords,
+    Coords_f64,
+    Domain,
+    ElementIndex,
+    ElementKind,
+    Field,
+    NodeIndex,
+    QuadraturePointIndex,
+    Sample,
+    Sample_f64,
+    make_free_sample,
+)
+
+__all__ = [
+    "NULL_ELEMENT_INDEX", "NULL_NODE_INDEX", "NULL_QP_INDEX", "OUTSIDE", "BoundarySides",
+    "Cells", "CollocatedFunctionSpace", "Coords", "Coords_f64", "DiscreteField", "Domain",
+    "Element", "ElementBasis", "ElementIndex", "ElementKind", "Field", "FieldLike",
+    "FunctionSpace", "Geometry", "GeometryDomain", "Grid2D", "Grid3D", "Integrand", "NodeIndex",
+    "Operator", "Polynomial", "Quadrature", "QuadraturePointIndex", "RegularQuadrature",
+    "Sample", "Sample_f64", "ShapeBasisSpace", "ShapeFunction", "Sides", "SpacePartition",
+    "SpaceRestriction", "SpaceTopology", "TestField", "TrialField", "average",
+    "deformation_gradient", "degree", "grad", "grad_average", "grad_jump", "grad_outer",
+    "inner", "integrand", "integrate", "interpolate", "jump", "linalg",
+    "make_collocated_function_space", "make_discrete_field", "make_element_shape_function",
+    "make_free_sample", "make_polynomial_basis_space", "make_polynomial_space",
+    "make_space_partition", "make_space_restriction", "make_test", "make_trial", "measure",
+    "measure_ratio", "normal", "normalize_dirichlet_projector", "operators", "outer",
+    "polynomial", "position", "project_linear_system", "project_system_matrix",
+    "project_system_rhs", "scalar_type",
+]

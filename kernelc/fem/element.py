@@ -1,0 +1,61 @@
+"""Reference elements and their tensor-product quadrature rules (Warp's `warp.fem.Element`).
+
+Coordinates of a point in an element are 3-vectors whose unused components are zero:
+(x, 0, 0) on a segment, (x, y, 0) on a square, (x, y, z) on a cube, each in [0, 1].
+"""
+
+from enum import IntEnum
+
+from kernelc.fem.polynomial import Polynomial, quadrature_1d
+
+
+class Element(IntEnum):
+    """Kinds of reference element."""
+
+    LINE_SEGMENT = 1
+    SQUARE = 2
+    CUBE = 3
+    TRIANGLE = 4
+    TETRAHEDRON = 5
+
+    @property
+    def dimension(self) -> int:
+        """Intrinsic dimension of the element."""
+        return {1: 1, 2: 2, 3: 3, 4: 2, 5: 3}[int(self)]
+
+
+def points_per_axis(order: int, family: Polynomial) -> int:
+    """Fewest points of a 1-D rule of `family` that integrates polynomials of `order` exactly."""
+    if family == Polynomial.GAUSS_LEGENDRE:
+        return max(1, order // 2 + 1)
+    if family == Polynomial.LOBATTO_GAUSS_LEGENDRE:
+        return max(2, order // 2 + 2)
+    if family == Polynomial.EQUISPACED_CLOSED:
+        return max(2, 2 * (order // 2) + 1)
+    return max(1, 2 * (order // 2) + 1)
+
+
+def element_quadrature(element: Element, order: int, family: Polynomial | None = None
+                       ) -> tuple[list[tuple[float, float, float]], list[float]]:
+    """Points (as coordinate triples) and weights of the tensor-product rule of `order`.
+
+    Args:
+        element: A segment, square or cube.
+        order: Polynomial degree integrated exactly.
+        family: 1-D rule (default Gauss-Legendre).
+
+    Returns:
+        (points, weights), the last axis varying fastest, as Warp orders them.
+    """
+    if family is None:
+        family = Polynomial.GAUSS_LEGENDRE
+    if element not in (Element.LINE_SEGMENT, Element.SQUARE, Element.CUBE):
+        raise NotImplementedError(f"quadrature on {element.name} elements is not supported yet")
+    x, w = quadrature_1d(points_per_axis(order, family), family)
+    x, w = [float(v) for v in x], [float(v) for v in w]
+    if element == Element.LINE_SEGMENT:
+        return [(a, 0.0, 0.0) for a in x], list(w)
+    if element == Element.SQUARE:
+        return ([(a, b, 0.0) for a in x for b in x], [wa * wb for wa in w for wb in w])
+    return ([(a, b, c) for a in x for b in x for c in x],
+            [wa * wb * wc for wa in w for wb in w for wc in w])

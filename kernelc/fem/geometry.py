@@ -1,0 +1,119 @@
+"""The geometry interface shared by `Grid2D`, `Grid3D` (and later meshes).
+
+A geometry has cells and sides. Kernels see it through two argument structs, `CellArg`
+and `SideArg` (a side argument holds its cell argument), and through funcs that take one
+of them and a `Sample` (attributes of the geometry object, generated once per scalar
+type). Host-side topology queries (which sides are on the boundary, which cells touch a
+side) are NumPy functions, used to build assembly index arrays.
+"""
+
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc.fem.element import Element
+from kernelc.fem.types import coords_type, sample_type
+
+
+class Geometry:
+    """Base class of geometries (Warp's `warp.fem.Geometry`).
+
+    Subclasses set `dimension`, `CellArg`, `SideArg`, and the device funcs named in
+    `CELL_FUNCS` and `SIDE_FUNCS`.
+    """
+
+    dimension: int = 0
+    CellArg: type
+    SideArg: type
+
+    # Device funcs every geometry provides (args, s) -> value, or (args, index) -> index.
+    CELL_FUNCS = ("cell_position", "cell_deformation_gradient",
+                  "cell_inverse_deformation_gradient", "cell_measure", "cell_normal")
+    SIDE_FUNCS = ("side_position", "side_deformation_gradient",
+                  "side_inner_inverse_deformation_gradient",
+                  "side_outer_inverse_deformation_gradient", "side_measure",
+                  "side_measure_ratio", "side_normal", "side_inner_cell_index",
+                  "side_outer_cell_index", "side_inner_cell_coords", "side_outer_cell_coords",
+                  "side_from_cell_coords", "side_to_cell_arg")
+
+    def __init__(self, scalar_type: Any = kc.float32) -> None:
+        if scalar_type not in (kc.float32, kc.float64):
+            raise TypeError(f"geometry scalar type must be float32 or float64, got {scalar_type}")
+        self._scalar_type = scalar_type
+
+    @property
+    def scalar_type(self) -> Any:
+        """Scalar type of positions and element coordinates."""
+        return self._scalar_type
+
+    @property
+    def coords_type(self) -> Any:
+        """Vector type of element coordinates."""
+        return coords_type(self._scalar_type)
+
+    @property
+    def sample_type(self) -> Any:
+        """Sample struct passed to integrands."""
+        return sample_type(self._scalar_type)
+
+    @property
+    def cell_dimension(self) -> int:
+        """Intrinsic dimension of the cells."""
+        return self.reference_cell().dimension
+
+    @property
+    def name(self) -> str:
+        """Identifies the geometry kind and precision; equal names share compiled kernels."""
+        suffix = "" if self._scalar_type == kc.float32 else "_f64"
+        return f"{type(self).__name__}{suffix}"
+
+    @property
+    def base(self) -> "Geometry":
+        """The geometry itself (Warp's deformed geometries have another base)."""
+        return self
+
+    def __str__(self) -> str:
+        return self.name
+
+    def cell_count(self) -> int:
+        """Number of cells."""
+        raise NotImplementedError
+
+    def side_count(self) -> int:
+        """Number of sides (interior and boundary)."""
+        raise NotImplementedError
+
+    def boundary_side_count(self) -> int:
+        """Number of sides on the boundary."""
+        raise NotImplementedError
+
+    def vertex_count(self) -> int:
+        """Number of vertices."""
+        raise NotImplementedError
+
+    def reference_cell(self) -> Element:
+        """Kind of the cells."""
+        raise NotImplementedError
+
+    def reference_side(self) -> Element:
+        """Kind of the sides."""
+        raise NotImplementedError
+
+    def cell_arg_value(self, device: Any = None) -> Any:
+        """The `CellArg` instance for kernels."""
+        raise NotImplementedError
+
+    def side_arg_value(self, device: Any = None) -> Any:
+        """The `SideArg` instance for kernels."""
+        raise NotImplementedError
+
+    # ---- host topology -----------------------------------------------------------------
+
+    def boundary_side_indices(self) -> np.ndarray:
+        """Side index of each boundary side, in boundary order (int32)."""
+        raise NotImplementedError
+
+    def side_cells(self, sides: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Inner and outer cell of each side (the same cell for a boundary side)."""
+        raise NotImplementedError

@@ -1,0 +1,324 @@
+"""`@fem.integrand`: Python functions over samples, fields and domains, turned into kernelc
+funcs specialised for the concrete fields of each `integrate` / `interpolate` call.
+
+An integrand such as
+
+    @fem.integrand
+    def diffusion(s: fem.Sample, u: fem.Field, v: fem.Field, nu: float):
+        return nu * wp.dot(fem.grad(u, s), fem.grad(v, s))
+
+is compiled by rewriting its AST (parsed from its own file, with its own line numbers):
+each field or domain parameter becomes a struct parameter of a type generated for that
+field (`field_eval.py`), and each operator call on it (`u(s)`, `fem.grad(u, s)`,
+`fem.normal(domain, s)`) becomes a call of the func generated for that operator;
+`fem.scalar_type(u)` and `fem.degree(u)` become constants. The rewritten tree is wrapped
+in a kernelc `Func` whose source is the user's file, so compile errors anywhere in the
+integrand point at the user's line and column. A second generated func (the "call")
+unpacks two structs, one holding every field and one every value, into the integrand's
+parameters; the assembly kernels call it.
+"""
+
+import ast
+import copy
+import hashlib
+import inspect
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.fem import operators
+from kernelc.fem.types import Domain, Field, Sample, Sample_f64
+from kernelc.frontend.decorators import Func
+from kernelc.frontend.source import Source, read_source
+
+
+class Integrand:
+    """A function to integrate or interpolate (Warp's `warp.fem.Integrand`)."""
+
+    def __init__(self, func: Any, kernel_options: dict[str, Any] | None = None) -> None:
+        self.func = func
+        self.name = f"{func.__module__}.{func.__qualname__}"
+        self.module = func.__module__
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+        self.argspec = inspect.getfullargspec(func)
+        self.kernel_options = dict(kernel_options or {})
+        self._specializations: dict[tuple, Specialization] = {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"integrand '{self.__name__}' can only be evaluated through "
+                           "fem.integrate or fem.interpolate")
+
+    def __repr__(self) -> str:
+        return f"<kernelc.fem.integrand {self.name}>"
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        """The parameters' annotations, evaluated."""
+        try:
+            return inspect.get_annotations(self.func, eval_str=True)
+        except Exception as err:
+            raise KernelError(f"cannot evaluate the annotations of integrand '{self.__name__}': "
+                              f"{err}", kernel=self.__name__) from None
+
+    def parameter_roles(self) -> dict[str, str]:
+        """Each parameter's role: "sample", "field", "domain" or "value"."""
+        roles = {}
+        annotations = self.annotations
+        for name in self.argspec.args:
+            ann = annotations.get(name)
+            if ann in (Sample, Sample_f64):
+                roles[name] = "sample"
+            elif ann is Field:
+                roles[name] = "field"
+            elif ann is Domain:
+                roles[name] = "domain"
+            else:
+                roles[name] = "value"
+        return roles
+
+    def specialize(self, fields: dict[str, Any], domain: Any, value_types: dict[str, Any]
+                   ) -> "Specialization":
+        """The compiled form of this integrand for these fields (name -> field), domain and
+        value types (name -> kernelc type); made once per combination of kinds."""
+        roles = self.parameter_roles()
+        key = (tuple((n, fields[n].kind_name) for n in self.argspec.args if roles[n] == "field"),
+               domain.name, tuple((n, repr(T.as_type(t))) for n, t in value_types.items()))
+        found = self._specializations.get(key)
+        if found is None:
+            found = _specialize(self, roles, fields, domain, value_types, key)
+            self._specializations[key] = found
+        return found
+
+
+def integrand(func: Any = None, kernel_options: dict[str, Any] | None = None) -> Any:
+    """Decorator making a function an integrand (`@fem.integrand` or
+    `@fem.integrand(kernel_options={...})`), as in Warp."""
+    if func is not None:
+        return Integrand(func)
+    return lambda f: Integrand(f, kernel_options)
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """An integrand compiled for one set of field kinds."""
+
+    call: Func  # (sample, fields: Fields, values: Values) -> the integrand's value
+    Fields: type  # struct: one member per field or domain parameter
+    Values: type  # struct: one member per value parameter
+    sample_type: Any
+    kernels: dict = field(default_factory=dict, compare=False)  # assembly kernels, by kind
+
+
+class _GeneratedFunc(Func):
+    """A kernelc func whose source tree, annotations and names are given, not read."""
+
+    def __init__(self, func: Any, source: Source, annotations: dict[str, Any],
+                 arg_names: tuple[str, ...]) -> None:
+        super().__init__(func)
+        self.__name__ = source.tree.name
+        # Func reads these lazily from `func`; a generated func has them already.
+        self.__dict__["source"] = source
+        self.__dict__["annotations"] = annotations
+        self.__dict__["arg_names"] = arg_names
+        self.__dict__["defaults"] = {}
+
+
+def _struct(name: str, members: dict[str, Any]) -> type:
+    return kc.struct(type(name, (), {"__annotations__": dict(members)}))
+
+
+def _specialize(itg: Integrand, roles: dict[str, str], fields: dict[str, Any], domain: Any,
+                value_types: dict[str, Any], key: tuple) -> Specialization:
+    source = read_source(itg.func)
+    sample_type = domain.sample_type
+    annotations: dict[str, Any] = {}
+    targets: dict[str, Any] = {}  # parameter -> FieldEval or domain
+    for name in itg.argspec.args:
+        role = roles[name]
+        if role == "sample":
+            annotations[name] = sample_type
+        elif role == "field":
+            targets[name] = fields[name].evaluator(domain)
+            annotations[name] = targets[name].Arg
+        elif role == "domain":
+            targets[name] = domain
+            annotations[name] = domain.ElementArg
+        else:
+            annotations[name] = value_types[name]
+    rewriter = _Rewriter(itg, source, roles, targets, fields, domain)
+    tree = rewriter.visit(copy.deepcopy(source.tree))
+    tree.decorator_list = []
+    tree.returns = None
+    ast.fix_missing_locations(tree)
+    rewritten = Source(source.name, source.file, source.first_line, source.indent, tree,
+                       {**source.globals, **rewriter.bindings}, source.closure)
+    body = _GeneratedFunc(itg.func, rewritten, annotations, tuple(itg.argspec.args))
+
+    # Struct names are part of the compiled code's identity: keep them the same from one
+    # process to the next, so that the kernel cache on disk finds them.
+    digest = hashlib.sha1(repr((itg.name, key)).encode()).hexdigest()[:12]
+    suffix = "".join(c if c.isalnum() else "_" for c in f"{itg.__name__}_{digest}")
+    Fields = _struct(f"Fields_{suffix}", {n: annotations[n] for n in itg.argspec.args
+                                          if roles[n] in ("field", "domain")})
+    Values = _struct(f"Values_{suffix}", {n: annotations[n] for n in itg.argspec.args
+                                          if roles[n] == "value"})
+    call = _make_call(itg, source, roles, body, sample_type, Fields, Values)
+    return Specialization(call, Fields, Values, sample_type)
+
+
+def _make_call(itg: Integrand, source: Source, roles: dict[str, str], body: Func,
+               sample_type: Any, Fields: type, Values: type) -> Func:
+    """(s, fields, values) -> body(...): the integrand's parameters unpacked from structs."""
+    args = []
+    for name in itg.argspec.args:
+        role = roles[name]
+        args.append("s" if role == "sample" else
+                    f"values.{name}" if role == "value" else f"fields.{name}")
+    name = f"{itg.__name__}_call"
+    text = f"def {name}(s, fields, values):\n    return _fem_integrand({', '.join(args)})\n"
+    tree = ast.parse(text).body[0]
+    for node in ast.walk(tree):  # everything points at the integrand's `def` line
+        if hasattr(node, "lineno"):
+            node.lineno = node.end_lineno = source.tree.lineno
+            node.col_offset = node.end_col_offset = 0
+    call_source = Source(name, source.file, source.first_line, source.indent, tree,
+                         {"_fem_integrand": body}, {})
+    return _GeneratedFunc(itg.func, call_source,
+                          {"s": sample_type, "fields": Fields, "values": Values},
+                          ("s", "fields", "values"))
+
+
+class _Rewriter(ast.NodeTransformer):
+    """Replaces operator calls on field and domain parameters by calls of generated funcs."""
+
+    def __init__(self, itg: Integrand, source: Source, roles: dict[str, str],
+                 targets: dict[str, Any], fields: dict[str, Any], domain: Any) -> None:
+        self.itg = itg
+        self.source = source
+        self.roles = roles
+        self.targets = targets
+        self.fields = fields
+        self.domain = domain
+        self.bindings: dict[str, Any] = {}
+
+    def error(self, message: str, node: ast.AST) -> KernelError:
+        return KernelError(message, self.source.loc(node), self.itg.__name__)
+
+    def resolve(self, node: ast.expr) -> tuple[bool, Any]:
+        """The Python object a (dotted) name denotes, if it is a global or closure name."""
+        if isinstance(node, ast.Name):
+            if node.id in self.roles:
+                return False, None
+            return self.source.lookup_global(node.id)
+        if isinstance(node, ast.Attribute):
+            found, base = self.resolve(node.value)
+            if not found:
+                return False, None
+            if not hasattr(base, node.attr):
+                if getattr(base, "__name__", "") == "kernelc.fem":
+                    why = (" is not supported by kernelc.fem yet"
+                           if node.attr in operators.NOT_SUPPORTED else
+                           " is not an operator of kernelc.fem")
+                    raise self.error(f"'{ast.unparse(node)}'{why}", node)
+                return False, None
+            return True, getattr(base, node.attr)
+        return False, None
+
+    def bind(self, value: Any, hint: str, node: ast.AST) -> ast.Name:
+        name = f"_fem_{hint}_{len(self.bindings)}"
+        self.bindings[name] = value
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        role = self.roles.get(node.id)
+        if role in ("field", "domain"):
+            what = "field" if role == "field" else "domain"
+            if isinstance(node.ctx, ast.Store):
+                raise self.error(f"{what} argument '{node.id}' cannot be assigned", node)
+            raise self.error(f"{what} argument '{node.id}' can only be passed to fem operators "
+                             f"(e.g. {node.id}(s), fem.grad({node.id}, s))", node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        callee = node.func
+        if isinstance(callee, ast.Name) and self.roles.get(callee.id) == "field":
+            return self.operator_call(operators.inner, node, [callee, *node.args])
+        if isinstance(callee, ast.Name) and self.roles.get(callee.id) == "domain":
+            raise self.error(f"domain argument '{callee.id}' cannot be called", node)
+        found, obj = self.resolve(callee)
+        if found and isinstance(obj, operators.Operator):
+            return self.operator_call(obj, node, list(node.args))
+        if found and isinstance(obj, Integrand):
+            raise self.error("calling an integrand from an integrand is not supported by "
+                             "kernelc.fem yet", node)
+        return self.generic_visit(node)
+
+    def operator_call(self, op: operators.Operator, node: ast.Call, args: list[ast.expr]
+                      ) -> ast.AST:
+        if node.keywords:
+            raise self.error(f"fem.{op.name} takes no keyword arguments", node.keywords[0].value)
+        if not args:
+            raise self.error(f"fem.{op.name} needs a field or domain argument", node)
+        target = args[0]
+        role = self.roles.get(target.id) if isinstance(target, ast.Name) else None
+        wanted = {"field": ("field",), "domain": ("domain",), "any": ("field", "domain")}
+        if role not in wanted[op.target]:
+            kinds = " or ".join(wanted[op.target])
+            raise self.error(f"the first argument of fem.{op.name} must be a {kinds} argument "
+                             "of the integrand", target)
+        if op.name == "scalar_type":
+            self.expect_args(op, node, args, 1)
+            return self.bind(self.domain.geometry.scalar_type, "scalar", node)
+        if op.name == "degree":
+            self.expect_args(op, node, args, 1)
+            return ast.copy_location(ast.Constant(self.fields[target.id].degree), node)
+        self.expect_args(op, node, args, 2)
+        if role == "field":
+            func = self.targets[target.id].op(op.name)
+            if func is None:
+                raise self.error(f"fem.{op.name} is not available for this field", node)
+        else:
+            func = getattr(self.domain, f"element_{op.name}", None)
+            if func is None:
+                raise self.error(f"fem.{op.name} is not available on {self.domain.name}", node)
+        callee = self.bind(func, op.name, node.func)
+        rest = [self.visit(a) for a in args[1:]]
+        first = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target)
+        return ast.copy_location(ast.Call(func=callee, args=[first, *rest], keywords=[]), node)
+
+    def expect_args(self, op: operators.Operator, node: ast.Call, args: list[ast.expr],
+                    count: int) -> None:
+        if len(args) != count:
+            shown = "(f)" if count == 1 else "(f, s)"
+            raise self.error(f"fem.{op.name}{shown} takes {count} argument"
+                             f"{'s' if count > 1 else ''}, got {len(args)}", node)
+
+
+def value_type_of(name: str, annotation: Any, value: Any) -> Any:
+    """The kernelc type of a value argument: its annotation, or for `typing.Any` (or no
+    annotation) the type of the value passed."""
+    if annotation is not None and annotation is not typing.Any:
+        if T.as_type(annotation) is None:
+            raise KernelError(f"integrand parameter '{name}' has no kernelc type ({annotation!r})")
+        return annotation
+    if isinstance(value, np.generic):  # kc.float64(2.0) and friends are NumPy scalars
+        return T.from_numpy_dtype(value.dtype)
+    if isinstance(value, bool):
+        return kc.bool
+    if isinstance(value, int):
+        return kc.int32
+    if isinstance(value, float):
+        return kc.float32
+    if isinstance(value, kc.array):
+        return kc.array(dtype=value.dtype, ndim=value.ndim)
+    t = getattr(value, "_kc_type", None)  # vectors, matrices and struct instances
+    if not isinstance(t, T.Type):
+        raise KernelError(f"cannot pass {value!r} as integrand value '{name}'")
+    return t

@@ -1,0 +1,301 @@
+"""`fem.integrate`: integrals of constant, linear and bilinear forms (Warp's
+`warp.fem.integrate`).
+
+The integrand is compiled for the concrete fields (`integrand.py`), an assembly kernel is
+made for it (`integrate_kernels.py`), both once per combination of field, domain and value
+kinds; each call then fills the argument structs and launches. Linear forms give an array
+indexed by node, bilinear forms a `BsrMatrix` built from (node, node) triplets with
+`kernelc.sparse.bsr_set_from_triplets` (zero blocks pruned, as Warp does by default).
+"""
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc.fem import integrate_kernels as K
+from kernelc.fem.domain import GeometryDomain
+from kernelc.fem.field import FieldLike, TestField, TrialField
+from kernelc.fem.integrand import Integrand, Specialization, value_type_of
+from kernelc.fem.quadrature import Quadrature, RegularQuadrature
+from kernelc.sparse import BsrMatrix, bsr_axpy, bsr_set_from_triplets, bsr_zeros
+
+
+def _parse_arguments(integrand: Integrand, fields: dict[str, Any], values: dict[str, Any]
+                     ) -> tuple[dict[str, str], str | None, str | None, str | None]:
+    """Checks fields and values against the integrand's parameters; returns the roles and
+    the names of the test, trial and domain parameters."""
+    roles = integrand.parameter_roles()
+    for name, field in fields.items():
+        if roles.get(name) != "field":
+            raise ValueError(f"Passed field argument '{name}' does not match any Field argument "
+                             f"of integrand '{integrand.__name__}'")
+        if not isinstance(field, FieldLike):
+            raise ValueError(f"Field argument '{name}' must be a field, got {type(field)}")
+    for name in values:
+        if roles.get(name) != "value":
+            raise ValueError(f"Passed value argument '{name}' does not match any value argument "
+                             f"of integrand '{integrand.__name__}'")
+    missing = [n for n, r in roles.items() if r == "field" and n not in fields]
+    missing += [n for n, r in roles.items() if r == "value" and n not in values]
+    if missing:
+        raise ValueError(f"Missing arguments to integrand '{integrand.__name__}': "
+                         f"{', '.join(missing)}")
+    test = [n for n, f in fields.items() if isinstance(f, TestField)]
+    trial = [n for n, f in fields.items() if isinstance(f, TrialField)]
+    if len(test) > 1 or len(trial) > 1:
+        raise ValueError("An integrand takes at most one test and one trial field")
+    domain_names = [n for n, r in roles.items() if r == "domain"]
+    return (roles, test[0] if test else None, trial[0] if trial else None,
+            domain_names[0] if domain_names else None)
+
+
+def _check_field_compat(fields: dict[str, Any], domain: GeometryDomain) -> None:
+    for name, field in fields.items():
+        geometry = getattr(field, "geometry", None)
+        if geometry is not None and geometry is not domain.geometry:
+            raise ValueError(f"Field '{name}' must be defined on the same geometry as the "
+                             "integration domain")
+        if field.element_kind != domain.element_kind:
+            raise ValueError(f"Field '{name}' is not defined on the same kind of elements (cells "
+                             "or sides) as the integration domain. Maybe a forgotten `.trace()`?")
+
+
+def _fill_structs(spec: Specialization, integrand: Integrand, roles: dict[str, str],
+                  fields: dict[str, Any], values: dict[str, Any], domain: GeometryDomain,
+                  value_types: dict[str, Any], device: Any) -> tuple[Any, Any]:
+    field_struct = spec.Fields()
+    for name in integrand.argspec.args:
+        if roles[name] == "field":
+            arg = fields[name].evaluator(domain).Arg()
+            fields[name].fill_arg(arg, domain, device)
+            setattr(field_struct, name, arg)
+        elif roles[name] == "domain":
+            setattr(field_struct, name, domain.element_arg_value(device))
+    value_struct = spec.Values()
+    for name, value in values.items():
+        t = kc.types.as_type(value_types[name])
+        if isinstance(t, kc.types.ScalarType) and not isinstance(value, kc.array):
+            value = value_types[name](value)
+        setattr(value_struct, name, value)
+    return field_struct, value_struct
+
+
+def launch(integrand: Integrand, kernel: Any, dim: Any, inputs: list, device: Any) -> None:
+    """`kc.launch`, reporting compile errors located in the integrand's file as errors of
+    the integrand (not of the generated kernel that calls it)."""
+    try:
+        kc.launch(kernel, dim=dim, inputs=inputs, device=device)
+    except kc.KernelError as err:
+        if err.loc is not None and err.loc.file == inspect.getsourcefile(integrand.func):
+            raise kc.KernelError(err.message, err.loc, integrand.__name__) from None
+        raise
+
+
+def _kernel(spec: Specialization, key: tuple, make: Any) -> Any:
+    kernels = spec.kernels
+    if key not in kernels:
+        kernels[key] = make()
+    return kernels[key]
+
+
+def integrate(integrand: Integrand, domain: GeometryDomain | None = None,
+              quadrature: Quadrature | None = None, fields: dict[str, Any] | None = None,
+              values: dict[str, Any] | None = None, accumulate_dtype: Any = kc.float64,
+              output_dtype: Any = None, output: Any = None, device: Any = None,
+              temporary_store: Any = None, kernel_options: dict[str, Any] | None = None,
+              assembly: str | None = None, add: bool = False,
+              bsr_options: dict[str, Any] | None = None) -> Any:
+    """Integrates a constant, linear or bilinear form over a domain (Warp's
+    `warp.fem.integrate`).
+
+    Args:
+        integrand: A `@fem.integrand` function.
+        domain: Integration domain (default: the test field's, or the quadrature's).
+        quadrature: Quadrature formula (default: regular, order = sum of field degrees).
+        fields: Field arguments by parameter name; at most one test and one trial field.
+        values: Other arguments by parameter name.
+        accumulate_dtype: Scalar type of the sums over quadrature points.
+        output_dtype: Scalar type of the result (default: the geometry's).
+        output: Array or matrix to write (or add) the result into.
+        device: Device to run on.
+        temporary_store: Accepted for Warp's sake.
+        kernel_options: Accepted for Warp's sake.
+        assembly: "generic" (default), "nodal" (test nodes as points) or "dispatch" (= generic).
+        add: Add the result to `output` instead of replacing it.
+        bsr_options: Only `prune_numerical_zeros` is used (default True).
+
+    Returns:
+        A float (no test field), an array with one value per node (a test field), or a
+        `BsrMatrix` (test and trial fields).
+    """
+    fields = dict(fields or {})
+    values = dict(values or {})
+    if not isinstance(integrand, Integrand):
+        raise ValueError("integrand must be tagged with @fem.integrand decorator")
+    roles, test_name, trial_name, domain_name = _parse_arguments(integrand, fields, values)
+    test = fields[test_name] if test_name else None
+    trial = fields[trial_name] if trial_name else None
+    if trial is not None and test is None:
+        raise ValueError("A trial field cannot be provided without a test field")
+    if test is not None and trial is not None and test.domain != trial.domain:
+        raise ValueError("Incompatible test and trial domains")
+    if domain is None:
+        domain = quadrature.domain if quadrature is not None else (
+            test.domain if test is not None else None)
+    if domain is None:
+        raise ValueError("Must provide at least one of domain, quadrature, or test field")
+    if test is not None and domain != test.domain:
+        raise NotImplementedError("Mixing integration and test domain is not supported yet")
+    if add and output is None:
+        raise ValueError("An 'output' array or matrix needs to be provided for add=True")
+    if assembly not in (None, "generic", "nodal", "dispatch"):
+        raise ValueError(f"Invalid assembly strategy '{assembly}'")
+    nodal = assembly == "nodal"
+    if nodal:
+        if quadrature is not None:
+            raise ValueError("Cannot specify quadrature for nodal integration")
+        if test is None:
+            raise ValueError("Nodal integration requires specifying a test function")
+        if trial is not None and test.space != trial.space:
+            raise ValueError("Bilinear nodal integration requires test and trial to be defined "
+                             "on the same function space")
+    elif quadrature is None:
+        quadrature = RegularQuadrature(domain, order=sum(f.degree for f in fields.values()))
+    elif quadrature.domain != domain:
+        raise ValueError("Incompatible integration and quadrature domain")
+
+    _check_field_compat(fields, domain)
+    device = kc.get_device(device)
+    annotations = integrand.annotations
+    value_types = {n: value_type_of(n, annotations.get(n), values[n]) for n in values}
+    spec = integrand.specialize(fields, domain, value_types)
+    field_struct, value_struct = _fill_structs(spec, integrand, roles, fields, values, domain,
+                                               value_types, device)
+    if output is not None:
+        output_dtype = output.scalar_type if isinstance(output, BsrMatrix) else output.dtype
+    elif output_dtype is None:
+        output_dtype = domain.geometry.scalar_type
+    common = (domain.element_arg_value(device), field_struct, value_struct)
+    run = _Run(integrand, spec, domain, quadrature, common, accumulate_dtype, output_dtype,
+               device)
+    if test is None:
+        return run.constant(output)
+    if trial is None:
+        return run.linear(test, output, add, nodal)
+    prune = (bsr_options or {}).get("prune_numerical_zeros", True)
+    return run.bilinear(test, trial, output, add, nodal, prune)
+
+
+class _Run:
+    """One `integrate` call: the launches for each kind of form."""
+
+    def __init__(self, integrand: Integrand, spec: Specialization, domain: GeometryDomain,
+                 quadrature: Quadrature | None, common: tuple, accumulate: Any, output: Any,
+                 device: Any) -> None:
+        self.integrand, self.spec, self.domain = integrand, spec, domain
+        self.quadrature, self.common = quadrature, common
+        self.accumulate, self.output, self.device = accumulate, output, device
+        self.name = "".join(c if c.isalnum() else "_" for c in integrand.__name__)
+
+    def key(self, *parts: Any) -> tuple:
+        return (self.domain.name, repr(kc.types.as_type(self.accumulate)),
+                repr(kc.types.as_type(self.output)), *parts)
+
+    def qp_arrays(self) -> tuple[Any, Any]:
+        return self.quadrature.arrays(self.device)
+
+    def constant(self, output: Any) -> Any:
+        kernel = _kernel(self.spec, self.key("constant"), lambda: K.constant_kernel(
+            self.spec.call, self.domain, self.spec, self.accumulate, self.name))
+        elements = kc.array(self.domain.element_indices(), dtype=kc.int32, device=self.device)
+        partial = kc.zeros(len(elements), dtype=self.accumulate, device=self.device)
+        if len(elements):
+            launch(self.integrand, kernel, dim=len(elements), device=self.device,
+                      inputs=[*self.common, *self.qp_arrays(), elements, partial])
+        total = np.sum(partial.numpy(), dtype=np.float64)
+        if output is None:
+            return kc.types.as_type(self.accumulate).np_dtype.type(total)
+        output.assign(np.full(output.shape, total))
+        return output
+
+    def linear(self, test: TestField, output: Any, add: bool, nodal: bool) -> Any:
+        restriction = test.space_restriction
+        arrays = restriction.arrays(self.device)
+        node_count = test.space_partition.node_count()
+        if output is None:
+            output = kc.zeros(node_count, dtype=self.output, device=self.device)
+        else:
+            if output.shape[0] < node_count:
+                raise RuntimeError(f"Output array must have at least {node_count} rows")
+            if not add:
+                output.zero_()
+        node_args = [arrays["nodes"], arrays["offsets"], arrays["entry_element"],
+                     arrays["entry_local"], output]
+        shape = test.space.shape
+        if nodal:
+            kernel = _kernel(self.spec, self.key("linear_nodal", shape.name), lambda: K.nodal_kernel(
+                self.spec.call, self.domain, self.spec, self.accumulate, self.output,
+                shape.NODES_PER_ELEMENT, False, self.name))
+            extra = self.node_tables(test)
+        else:
+            kernel = _kernel(self.spec, self.key("linear"), lambda: K.linear_kernel(
+                self.spec.call, self.domain, self.spec, self.accumulate, self.output, self.name))
+            extra = self.qp_arrays()
+        if restriction.node_count():
+            launch(self.integrand, kernel, dim=restriction.node_count(), device=self.device,
+                      inputs=[*self.common, *extra, *node_args])
+        return output
+
+    def node_tables(self, field: Any) -> tuple[Any, Any]:
+        shape = field.space.shape
+        side = self.domain.element_kind != self.domain.element_kind.CELL
+        weights = shape.trace_node_quadrature_weights() if side \
+            else shape.node_quadrature_weights()
+        scalar = self.domain.geometry.scalar_type
+        return (kc.array(shape.node_coords(), dtype=self.domain.geometry.coords_type,
+                         device=self.device),
+                kc.array(weights, dtype=scalar, device=self.device))
+
+    def bilinear(self, test: TestField, trial: TrialField, output: Any, add: bool, nodal: bool,
+                 prune: bool) -> BsrMatrix:
+        restriction = test.space_restriction
+        arrays = restriction.arrays(self.device)
+        nrow, ncol = test.space_partition.node_count(), trial.space_partition.node_count()
+        if output is not None and (output.nrow != nrow or output.ncol != ncol):
+            raise RuntimeError(f"Output matrix must have {nrow} rows and {ncol} columns of "
+                               "blocks")
+        if nodal:
+            shape = test.space.shape
+            kernel = _kernel(self.spec, self.key("bilinear_nodal", shape.name),
+                             lambda: K.nodal_kernel(self.spec.call, self.domain, self.spec,
+                                                    self.accumulate, self.output,
+                                                    shape.NODES_PER_ELEMENT, True, self.name))
+            values = kc.empty(restriction.node_count(), dtype=self.output, device=self.device)
+            if restriction.node_count():
+                launch(self.integrand, kernel, dim=restriction.node_count(), device=self.device,
+                          inputs=[*self.common, *self.node_tables(test), arrays["nodes"],
+                                  arrays["offsets"], arrays["entry_element"],
+                                  arrays["entry_local"], values])
+            rows = cols = arrays["nodes"]
+        else:
+            kernel = _kernel(self.spec, self.key("bilinear"), lambda: K.bilinear_kernel(
+                self.spec.call, self.domain, self.spec, self.accumulate, self.output, self.name))
+            rows, cols = restriction.bilinear_triplets(trial.space.topology, self.device)
+            per_entry = len(cols) // max(1, restriction.total_node_element_count())
+            entries = restriction.total_node_element_count()
+            values = kc.empty((entries, per_entry), dtype=self.output, device=self.device)
+            if entries and per_entry:
+                launch(self.integrand, kernel, (entries, per_entry), device=self.device,
+                          inputs=[*self.common, *self.qp_arrays(), arrays["entry_element"],
+                                  arrays["entry_local"], values])
+            values = values.reshape(-1)
+        result = output if output is not None and not add else bsr_zeros(
+            nrow, ncol, self.output, device=self.device)
+        bsr_set_from_triplets(result, rows, cols, values, prune_numerical_zeros=prune)
+        if add:
+            bsr_axpy(x=result, y=output)
+            return output
+        return result
+

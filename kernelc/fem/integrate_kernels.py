@@ -1,0 +1,187 @@
+"""The assembly kernels of `fem.integrate`, generated per compiled integrand.
+
+Each factory returns a kernel that calls the integrand's generated `call(s, fields,
+values)`. Sums over quadrature points are accumulated in `accumulate_dtype` (float64 by
+default) and rounded once to the output type, as Warp does:
+
+- constant forms: one thread per domain element, partial sums added on the host;
+- linear forms: one thread per node reached from the domain, looping over its (element,
+  local node) entries and their quadrature points (deterministic: no atomics);
+- bilinear forms: one thread per (entry, trial node of the entry's element), one triplet
+  each, summed by `bsr_set_from_triplets`;
+- nodal assembly: the quadrature points are the test nodes themselves, with the basis'
+  nodal weights; one thread per node.
+"""
+
+from typing import Any
+
+import kernelc as kc
+from kernelc.fem.types import OUTSIDE, ElementKind, coords_type, sample_builder
+
+_NULL_DOF = (-1, -1)
+
+
+def _named(kernel: Any, name: str) -> Any:
+    """Gives a generated kernel a readable, integrand-specific name (for profiles)."""
+    kernel.__name__ = name
+    kernel.key = f"kernelc.fem.{name}"
+    return kernel
+
+
+def constant_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, name: str) -> Any:
+    """Integral of a form without test field over each domain element."""
+    scalar = domain.geometry.scalar_type
+    Coords = coords_type(scalar)
+    make_sample = sample_builder(scalar)
+    measure = domain.element_measure
+    ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
+
+    @kc.kernel(enable_backward=False)
+    def integrate_constant(elt_arg: ElementArg, fields: Fields, values: Values,
+                           qp_coords: kc.array(dtype=Coords), qp_weights: kc.array(dtype=scalar),
+                           elements: kc.array(dtype=int), result: kc.array(dtype=accumulate)):
+        i = kc.tid()
+        element = elements[i]
+        count = qp_coords.shape[0]
+        total = accumulate(0.0)
+        for k in range(count):
+            w = qp_weights[k]
+            s = make_sample(element, qp_coords[k], element * count + k, w,
+                            kc.vec2i(-1, -1), kc.vec2i(-1, -1))
+            vol = measure(elt_arg, s)
+            total += accumulate(w * vol) * accumulate(call(s, fields, values))
+        result[i] = total
+
+    return _named(integrate_constant, f"{name}_integrate_constant")
+
+
+def linear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any,
+                  name: str) -> Any:
+    """Linear form: result[node] += integral of the form with the node's test function."""
+    scalar = domain.geometry.scalar_type
+    Coords = coords_type(scalar)
+    make_sample = sample_builder(scalar)
+    measure = domain.element_measure
+    ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
+
+    @kc.kernel(enable_backward=False)
+    def integrate_linear(elt_arg: ElementArg, fields: Fields, values: Values,
+                         qp_coords: kc.array(dtype=Coords), qp_weights: kc.array(dtype=scalar),
+                         nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
+                         entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
+                         result: kc.array(dtype=output)):
+        r = kc.tid()
+        count = qp_coords.shape[0]
+        total = accumulate(0.0)
+        for e in range(offsets[r], offsets[r + 1]):
+            element = entry_element[e]
+            test_dof = kc.vec2i(entry_local[e], 0)
+            for k in range(count):
+                w = qp_weights[k]
+                s = make_sample(element, qp_coords[k], element * count + k, w, test_dof,
+                                kc.vec2i(-1, -1))
+                vol = measure(elt_arg, s)
+                total += accumulate(w * vol) * accumulate(call(s, fields, values))
+        node = nodes[r]
+        result[node] = result[node] + output(total)
+
+    return _named(integrate_linear, f"{name}_integrate_linear")
+
+
+def bilinear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any,
+                    name: str) -> Any:
+    """Bilinear form: one triplet value per (entry, trial node of the entry's element)."""
+    scalar = domain.geometry.scalar_type
+    Coords = coords_type(scalar)
+    make_sample = sample_builder(scalar)
+    measure = domain.element_measure
+    ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
+
+    @kc.kernel(enable_backward=False)
+    def integrate_bilinear(elt_arg: ElementArg, fields: Fields, values: Values,
+                           qp_coords: kc.array(dtype=Coords), qp_weights: kc.array(dtype=scalar),
+                           entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
+                           triplet_values: kc.array2d(dtype=output)):
+        e, j = kc.tid()
+        element = entry_element[e]
+        test_dof = kc.vec2i(entry_local[e], 0)
+        trial_dof = kc.vec2i(j, 0)
+        count = qp_coords.shape[0]
+        total = accumulate(0.0)
+        for k in range(count):
+            w = qp_weights[k]
+            s = make_sample(element, qp_coords[k], element * count + k, w, test_dof, trial_dof)
+            vol = measure(elt_arg, s)
+            total += accumulate(w * vol) * accumulate(call(s, fields, values))
+        triplet_values[e, j] = output(total)
+
+    return _named(integrate_bilinear, f"{name}_integrate_bilinear")
+
+
+def node_coords_func(domain: Any, nodes_per_cell: int) -> Any:
+    """(elt_arg, element, local node, cell node coords) -> the node's coordinates in the
+    element, OUTSIDE if the node is not on it (side domains see cell nodes off the side)."""
+    scalar = domain.geometry.scalar_type
+    Coords = coords_type(scalar)
+    if domain.element_kind == ElementKind.CELL:
+        @kc.func
+        def cell_node_coords(elt_arg: Any, element: int, local: int,
+                             table: kc.array(dtype=Coords)):
+            return table[local]
+
+        return cell_node_coords
+    geo = domain.geometry
+    inner, outer = geo.side_inner_cell_index, geo.side_outer_cell_index
+    from_cell = geo.side_from_cell_coords
+
+    @kc.func
+    def side_node_coords(elt_arg: Any, element: int, local: int,
+                         table: kc.array(dtype=Coords)):
+        if local < nodes_per_cell:
+            cell = inner(elt_arg, element)
+            return from_cell(elt_arg, element, cell, table[local])
+        cell = outer(elt_arg, element)
+        return from_cell(elt_arg, element, cell, table[local - nodes_per_cell])
+
+    return side_node_coords
+
+
+def nodal_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any,
+                 nodes_per_cell: int, bilinear: bool, name: str) -> Any:
+    """Nodal assembly: the form evaluated at each test node, weighted by the basis' nodal
+    quadrature weight; a vector (linear) or the diagonal triplets (bilinear)."""
+    scalar = domain.geometry.scalar_type
+    Coords = coords_type(scalar)
+    make_sample = sample_builder(scalar)
+    measure = domain.element_measure
+    node_coords = node_coords_func(domain, nodes_per_cell)
+    ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
+
+    @kc.kernel(enable_backward=False)
+    def integrate_nodal(elt_arg: ElementArg, fields: Fields, values: Values,
+                        cell_node_coords: kc.array(dtype=Coords),
+                        node_weights: kc.array(dtype=scalar),
+                        nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
+                        entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
+                        result: kc.array(dtype=output)):
+        r = kc.tid()
+        node = nodes[r]
+        total = accumulate(0.0)
+        for e in range(offsets[r], offsets[r + 1]):
+            element = entry_element[e]
+            local = entry_local[e]
+            coords = node_coords(elt_arg, element, local, cell_node_coords)
+            if coords[0] != scalar(OUTSIDE):
+                w = node_weights[local % nodes_per_cell]
+                dof = kc.vec2i(local, 0)
+                trial = kc.where(kc.static(bilinear), dof, kc.vec2i(-1, -1))
+                s = make_sample(element, coords, node, w, dof, trial)
+                vol = measure(elt_arg, s)
+                total += accumulate(w * vol) * accumulate(call(s, fields, values))
+        if kc.static(bilinear):
+            result[r] = output(total)
+        else:
+            result[node] = result[node] + output(total)
+
+    kind = "bilinear" if bilinear else "linear"
+    return _named(integrate_nodal, f"{name}_integrate_{kind}_nodal")

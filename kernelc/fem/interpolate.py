@@ -1,0 +1,215 @@
+"""`fem.interpolate`: evaluates an integrand at the nodes of a space (to set a discrete
+field) or at quadrature points (to fill an array, or for its side effects), as Warp's
+`warp.fem.interpolate` does.
+
+At nodes, a node shared by several cells gets the `reduction` of the values computed in
+each of them ("weighted_average" by cell measure, "mean", "sum", "max", "min", "first"),
+times the node's dual weight (1 / its basis function at the node).
+"""
+
+from typing import Any
+
+import kernelc as kc
+from kernelc.fem.domain import Cells, GeometryDomain
+from kernelc.fem.field import DiscreteField, FieldLike, TestField, TrialField
+from kernelc.fem.integrand import Integrand, integrand, value_type_of
+from kernelc.fem.integrate import _check_field_compat, _fill_structs, _parse_arguments, launch
+from kernelc.fem.integrate_kernels import _named, node_coords_func
+from kernelc.fem.quadrature import Quadrature
+from kernelc.fem.restriction import restriction_for
+from kernelc.fem.types import OUTSIDE, Field, Sample, coords_type, sample_builder
+
+_REDUCTIONS = ("weighted_average", "mean", "sum", "max", "min", "first")
+
+
+@integrand
+def _identity_field(s: Sample, field: Field):
+    return field(s)
+
+
+def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: Any = None,
+                dim: int | None = None, fields: dict[str, Any] | None = None,
+                values: dict[str, Any] | None = None, reduction: str = "weighted_average",
+                device: Any = None, kernel_options: dict[str, Any] | None = None,
+                temporary_store: Any = None, bsr_options: dict[str, Any] | None = None) -> None:
+    """Interpolates an integrand (or a field) at nodes or quadrature points.
+
+    Args:
+        integrand: A `@fem.integrand` function, or a field (interpolated as is).
+        dest: A `DiscreteField`, an array (a value per point of `at`) or None (side effects).
+        at: A `Quadrature` (interpolate at its points) or None (the nodes of `dest`).
+        dest_space: Not supported yet (the space comes from `dest`).
+        dim: Not supported yet.
+        fields: Field arguments (discrete fields; no test or trial field).
+        values: Other arguments by parameter name.
+        reduction: How values from several cells combine at a shared node.
+        device: Device to run on.
+        kernel_options: Accepted for Warp's sake.
+        temporary_store: Accepted for Warp's sake.
+        bsr_options: Accepted for Warp's sake.
+    """
+    if isinstance(integrand, FieldLike):
+        fields, values, integrand = {"field": integrand}, {}, _identity_field
+    fields = dict(fields or {})
+    values = dict(values or {})
+    if not isinstance(integrand, Integrand):
+        raise ValueError("integrand must be tagged with @integrand decorator")
+    if dest_space is not None or dim is not None:
+        raise NotImplementedError("interpolate(dest_space=..., dim=...) is not supported yet")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"Unsupported reduction method '{reduction}'")
+    roles, test_name, trial_name, _ = _parse_arguments(integrand, fields, values)
+    if test_name:
+        raise ValueError(f"Test field '{test_name}' maybe not be used for interpolation")
+    if trial_name or any(isinstance(f, (TestField, TrialField)) for f in fields.values()):
+        raise NotImplementedError("interpolating Jacobians (trial fields) is not supported yet")
+    device = kc.get_device(device)
+    if isinstance(at, Quadrature):
+        return _at_quadrature(integrand, roles, at, dest, fields, values, device)
+    if at is not None:
+        raise NotImplementedError("interpolate(at=...) takes a Quadrature (or None) for now")
+    if not isinstance(dest, DiscreteField):
+        raise NotImplementedError("interpolate() needs a DiscreteField `dest` or a Quadrature "
+                                  "`at`")
+    return _at_nodes(integrand, roles, dest, fields, values, reduction, device)
+
+
+def _prepare(itg: Integrand, roles: dict, domain: GeometryDomain, fields: dict, values: dict,
+             device: Any) -> tuple[Any, tuple]:
+    _check_field_compat(fields, domain)
+    annotations = itg.annotations
+    value_types = {n: value_type_of(n, annotations.get(n), values[n]) for n in values}
+    spec = itg.specialize(fields, domain, value_types)
+    field_struct, value_struct = _fill_structs(spec, itg, roles, fields, values, domain,
+                                               value_types, device)
+    return spec, (domain.element_arg_value(device), field_struct, value_struct)
+
+
+def _at_quadrature(itg: Integrand, roles: dict, quadrature: Quadrature, dest: Any,
+                   fields: dict, values: dict, device: Any) -> None:
+    domain = quadrature.domain
+    spec, common = _prepare(itg, roles, domain, fields, values, device)
+    dest_type = None if dest is None else dest.dtype
+    key = ("interpolate_qp", domain.name, repr(kc.types.as_type(dest_type)))
+    if key not in spec.kernels:
+        spec.kernels[key] = _quadrature_kernel(spec, domain, dest_type, itg.__name__)
+    count = quadrature.total_point_count()
+    if dest is not None and dest.shape[0] < count:
+        raise ValueError(f"dest must have at least {count} entries (one per quadrature point)")
+    elements = kc.array(domain.element_indices(), dtype=kc.int32, device=device)
+    target = dest if dest is not None else kc.empty(1, dtype=kc.float32, device=device)
+    if count:
+        launch(itg, spec.kernels[key], (len(elements), quadrature.points_per_element()),
+               [*common, *quadrature.arrays(device), elements, target], device)
+
+
+def _quadrature_kernel(spec: Any, domain: GeometryDomain, dest_type: Any, name: str) -> Any:
+    scalar = domain.geometry.scalar_type
+    Coords = coords_type(scalar)
+    make_sample = sample_builder(scalar)
+    call = spec.call
+    store = dest_type is not None
+    Dest = dest_type if store else kc.float32
+    ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
+
+    @kc.kernel(enable_backward=False)
+    def interpolate_quadrature(elt_arg: ElementArg, fields: Fields, values: Values,
+                               qp_coords: kc.array(dtype=Coords),
+                               qp_weights: kc.array(dtype=scalar),
+                               elements: kc.array(dtype=int), dest: kc.array(dtype=Dest)):
+        i, k = kc.tid()
+        count = qp_coords.shape[0]
+        s = make_sample(elements[i], qp_coords[k], i * count + k, qp_weights[k],
+                        kc.vec2i(-1, -1), kc.vec2i(-1, -1))
+        if kc.static(store):
+            dest[i * count + k] = Dest(call(s, fields, values))
+        else:
+            call(s, fields, values)
+
+    return _named(interpolate_quadrature, f"{_ident(name)}_interpolate_quadrature")
+
+
+def _at_nodes(itg: Integrand, roles: dict, dest: DiscreteField, fields: dict, values: dict,
+              reduction: str, device: Any) -> None:
+    space = dest.space
+    domain = Cells(space.geometry)
+    spec, common = _prepare(itg, roles, domain, fields, values, device)
+    shape = space.shape
+    key = ("interpolate_nodes", domain.name, shape.name, reduction,
+           repr(kc.types.as_type(dest.dtype)))
+    if key not in spec.kernels:
+        spec.kernels[key] = _node_kernel(spec, domain, shape, dest.dtype, reduction,
+                                         itg.__name__)
+    restriction = restriction_for(space.topology, domain)
+    arrays = restriction.arrays(device)
+    coords = kc.array(shape.node_coords(), dtype=domain.geometry.coords_type, device=device)
+    if restriction.node_count():
+        launch(itg, spec.kernels[key], restriction.node_count(),
+               [*common, coords, arrays["nodes"], arrays["offsets"], arrays["entry_element"],
+                arrays["entry_local"], dest.dof_values], device)
+
+
+def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, reduction: str,
+                 name: str) -> Any:
+    scalar = domain.geometry.scalar_type
+    Coords = coords_type(scalar)
+    make_sample = sample_builder(scalar)
+    call = spec.call
+    measure = domain.element_measure
+    weight = shape.weight
+    node_coords = node_coords_func(domain, shape.NODES_PER_ELEMENT)
+    Dest = dest_type
+    ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
+
+    @kc.kernel(enable_backward=False)
+    def interpolate_nodes(elt_arg: ElementArg, fields: Fields, values: Values,
+                          cell_node_coords: kc.array(dtype=Coords),
+                          nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
+                          entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
+                          dest: kc.array(dtype=Dest)):
+        r = kc.tid()
+        node = nodes[r]
+        total = Dest(0.0)
+        weight_sum = scalar(0.0)
+        first_coords = Coords()
+        first_local = -1
+        for e in range(offsets[r], offsets[r + 1]):
+            element = entry_element[e]
+            local = entry_local[e]
+            coords = node_coords(elt_arg, element, local, cell_node_coords)
+            if coords[0] != scalar(OUTSIDE):
+                if first_local < 0:
+                    first_coords = coords
+                    first_local = local
+                s = make_sample(element, coords, node, scalar(1.0), kc.vec2i(-1, -1),
+                                kc.vec2i(-1, -1))
+                val = Dest(call(s, fields, values))
+                if kc.static(reduction == "weighted_average"):
+                    vol = measure(elt_arg, s)
+                    weight_sum += vol
+                    total += vol * val
+                elif kc.static(reduction == "mean"):
+                    total += val
+                    weight_sum += scalar(1.0)
+                elif kc.static(reduction == "sum"):
+                    total += val
+                    weight_sum = scalar(1.0)
+                elif kc.static(reduction == "max"):
+                    total = kc.where(weight_sum > scalar(0.0), kc.max(total, val), val)
+                    weight_sum = scalar(1.0)
+                elif kc.static(reduction == "min"):
+                    total = kc.where(weight_sum > scalar(0.0), kc.min(total, val), val)
+                    weight_sum = scalar(1.0)
+                else:
+                    total = val
+                    weight_sum = scalar(1.0)
+                    break
+        if weight_sum > scalar(0.0):
+            dual = scalar(1.0) / weight(first_coords, first_local)
+            dest[node] = total / weight_sum * dual
+
+    return _named(interpolate_nodes, f"{_ident(name)}_interpolate_nodes_{reduction}")
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)

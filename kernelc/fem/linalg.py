@@ -1,0 +1,33 @@
+"""Array helpers of `warp.fem.linalg` (`array_axpy`)."""
+
+from typing import Any
+
+import kernelc as kc
+
+
+@kc.kernel(enable_backward=False)
+def _array_axpy_kernel(x: kc.array(dtype=Any), y: kc.array(dtype=Any), alpha: Any, beta: Any):
+    i = kc.tid()
+    y[i] = beta * y[i] + alpha * y.dtype(x[i])
+
+
+def array_axpy(x: Any, y: Any, alpha: float = 1.0, beta: float = 1.0) -> None:
+    """`y = alpha * x + beta * y`, element-wise, in y's type (Warp's `fem.linalg.array_axpy`).
+
+    Args:
+        x: 1-d array, converted element-wise to y's type.
+        y: 1-d array updated in place.
+        alpha: Scale of x.
+        beta: Scale of y.
+
+    Raises:
+        ValueError: Shapes or devices that differ.
+    """
+    if x.shape != y.shape or x.device != y.device:
+        raise ValueError("x and y arrays must have the same shape and device")
+    if y.ndim != 1:
+        raise NotImplementedError("array_axpy supports 1-d arrays only")
+    scalar = kc.types.as_type(y.dtype)
+    scalar = getattr(scalar, "dtype", scalar)  # vectors and matrices scale by their scalar
+    kc.launch(_array_axpy_kernel, dim=y.shape[0], device=y.device,
+              inputs=[x, y, scalar(alpha), scalar(beta)])

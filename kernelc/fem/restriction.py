@@ -1,0 +1,106 @@
+"""Restriction of a space to a domain: which (element, local node) pairs touch each node
+(Warp's `SpaceRestriction`), built on the host with NumPy.
+
+Assembly kernels run one thread per such pair (an "entry") or per node; entries are sorted
+by node (stably, so by element within a node, as Warp's are), which lets a node's thread
+loop over its entries, and makes triplets come out sorted by row.
+"""
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc.fem.domain import GeometryDomain
+from kernelc.fem.topology import SpaceTopology
+from kernelc.fem.types import ElementKind
+
+
+class SpaceRestriction:
+    """The nodes of a space reached from the elements of a domain.
+
+    Args:
+        space_topology: The space's topology.
+        domain: The domain (cells or sides; sides see the trace of the space).
+    """
+
+    def __init__(self, space_topology: SpaceTopology, domain: GeometryDomain) -> None:
+        self.space_topology = space_topology
+        self.domain = domain
+        elements = domain.element_indices()
+        nodes = self.element_nodes(space_topology)
+        self.nodes_per_element = nodes.shape[1]
+        flat = nodes.reshape(-1)
+        order = np.argsort(flat, kind="stable")
+        sorted_nodes = flat[order]
+        self._nodes, starts = np.unique(sorted_nodes, return_index=True)
+        self._offsets = np.append(starts, len(flat)).astype(np.int32)
+        domain_element = order // self.nodes_per_element
+        self._entry_element = elements[domain_element].astype(np.int32)
+        self._entry_local = (order % self.nodes_per_element).astype(np.int32)
+        self._entry_node = sorted_nodes.astype(np.int32)
+        self._entry_domain_element = domain_element.astype(np.int32)
+        self._device_arrays: dict[str, Any] = {}
+
+    def node_count(self) -> int:
+        """Number of distinct nodes reached."""
+        return len(self._nodes)
+
+    def total_node_element_count(self) -> int:
+        """Number of (element, local node) entries."""
+        return len(self._entry_local)
+
+    @cached_property
+    def host(self) -> dict[str, np.ndarray]:
+        """Host arrays: nodes (distinct nodes, increasing), offsets (entries of each node),
+        and per entry: entry_element (geometry element), entry_local (node in element),
+        entry_node (global node), entry_domain_element (index in the domain)."""
+        return {"nodes": self._nodes.astype(np.int32), "offsets": self._offsets,
+                "entry_element": self._entry_element, "entry_local": self._entry_local,
+                "entry_node": self._entry_node,
+                "entry_domain_element": self._entry_domain_element}
+
+    def element_nodes(self, topology: SpaceTopology) -> np.ndarray:
+        """(domain elements, nodes per element) nodes of `topology` on this domain's elements
+        (side domains see the trace: inner cell nodes, then outer cell nodes)."""
+        elements = self.domain.element_indices()
+        if self.domain.element_kind == ElementKind.CELL:
+            return topology.host_element_nodes()[elements]
+        return topology.host_side_nodes(elements)
+
+    def bilinear_triplets(self, trial_topology: SpaceTopology, device: Any) -> tuple[Any, Any]:
+        """Rows and columns of the (entry, trial node) triplets of a bilinear form, as
+        `kc.array`s: row = the entry's node, column = the trial node of the entry's element."""
+        key = (trial_topology.name, str(kc.get_device(device)))
+        cache = self.__dict__.setdefault("_triplets", {})
+        if key not in cache:
+            trial_nodes = self.element_nodes(trial_topology)[self._entry_domain_element]
+            rows = np.repeat(self._entry_node, trial_nodes.shape[1])
+            cache[key] = (kc.array(rows, dtype=kc.int32, device=device),
+                          kc.array(trial_nodes.reshape(-1), dtype=kc.int32, device=device))
+        return cache[key]
+
+    def arrays(self, device: Any) -> dict[str, Any]:
+        """The host arrays as `kc.array`s on `device` (made once per device)."""
+        key = str(kc.get_device(device))
+        if key not in self._device_arrays:
+            self._device_arrays[key] = {name: kc.array(a, dtype=kc.int32, device=device)
+                                        for name, a in self.host.items()}
+        return self._device_arrays[key]
+
+    def node_partition_indices(self) -> Any:
+        """The distinct nodes reached, increasing, as a `kc.array`."""
+        return self.arrays(None)["nodes"]
+
+
+def restriction_for(space_topology: SpaceTopology, domain: GeometryDomain) -> SpaceRestriction:
+    """The restriction of `space_topology` to `domain`, made once per pair (the example
+    programs remake their domains and test fields at every step)."""
+    cache = space_topology.__dict__.setdefault("_restrictions", {})
+    key = domain.name
+    found = cache.get(key)
+    if found is None or found.domain.geometry is not domain.geometry:
+        found = SpaceRestriction(space_topology, domain)
+        cache[key] = found
+    return found

@@ -1,0 +1,262 @@
+"""Function spaces: a basis (shape functions + topology) and a value type per node
+(Warp's `make_polynomial_space`, `CollocatedFunctionSpace`, `SpacePartition`).
+"""
+
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc.fem.geometry import Geometry
+from kernelc.fem.polynomial import Polynomial
+from kernelc.fem.shape import ElementBasis, ShapeFunction, make_element_shape_function
+from kernelc.fem.topology import SpaceTopology, make_topology
+from kernelc.fem.types import sample_type, vec_type
+
+
+class ShapeBasisSpace:
+    """Shape functions on every cell of a geometry, glued by a topology (Warp's
+    `ShapeBasisSpace`)."""
+
+    def __init__(self, topology: SpaceTopology, shape: ShapeFunction) -> None:
+        self._topology = topology
+        self._shape = shape
+        self.ORDER = shape.ORDER
+
+    @property
+    def topology(self) -> SpaceTopology:
+        """Global node numbering."""
+        return self._topology
+
+    @property
+    def shape(self) -> ShapeFunction:
+        """Shape functions of one cell."""
+        return self._shape
+
+    @property
+    def geometry(self) -> Geometry:
+        """The underlying geometry."""
+        return self._topology.geometry
+
+    @property
+    def name(self) -> str:
+        """Identifies the basis kind (equal names share compiled kernels)."""
+        return self._topology.name
+
+    def node_positions(self, out: Any = None) -> Any:
+        """World position of every node, as a `kc.array` of vectors."""
+        # Computed on the host from the cells' grid positions (grids are the only
+        # geometries yet), in float64 then rounded.
+        geo = self.geometry
+        nodes = self._topology.host_element_nodes()
+        coords = self._shape.node_coords().astype(np.float64)
+        cell = np.arange(geo.cell_count())
+        dim = geo.dimension
+        res = np.array([int(r) for r in geo.res])
+        cell_xyz = np.stack(np.unravel_index(cell, tuple(res)), axis=1)
+        size = np.array([float(c) for c in geo.cell_size], dtype=np.float64)
+        lo = np.array([float(c) for c in geo.bounds_lo], dtype=np.float64)
+        pos = np.zeros((self._topology.node_count(), dim))
+        local = cell_xyz[:, None, :] + coords[None, :, :dim]
+        pos[nodes.reshape(-1)] = (local * size + lo).reshape(-1, dim)
+        dtype = vec_type(dim, geo.scalar_type)
+        if out is None:
+            return kc.array(pos, dtype=dtype)
+        out.assign(pos)
+        return out
+
+
+class SpacePartition:
+    """The nodes of a space that one partition owns; only whole-space partitions exist yet
+    (Warp's `WholeSpacePartition`)."""
+
+    def __init__(self, space_topology: SpaceTopology) -> None:
+        self.space_topology = space_topology
+
+    def node_count(self) -> int:
+        """Nodes in the partition."""
+        return self.space_topology.node_count()
+
+    def owned_node_count(self) -> int:
+        """Nodes owned by the partition (all of them)."""
+        return self.node_count()
+
+    def interior_node_count(self) -> int:
+        """Nodes not shared with other partitions (all of them)."""
+        return self.node_count()
+
+    @property
+    def name(self) -> str:
+        return f"{self.space_topology.name}_Whole"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SpacePartition) and self.space_topology == other.space_topology
+
+    def __hash__(self) -> int:
+        return hash(self.space_topology)
+
+
+def make_space_partition(space: "FunctionSpace | None" = None,
+                         geometry_partition: Any = None,
+                         space_topology: SpaceTopology | None = None,
+                         with_halo: bool = True, device: Any = None,
+                         temporary_store: Any = None) -> SpacePartition:
+    """The partition of a space's nodes; only whole-geometry partitions are supported.
+
+    Args:
+        space: The function space (or give `space_topology`).
+        geometry_partition: Must be None or a whole geometry.
+        space_topology: The topology to partition.
+        with_halo: Accepted for Warp's sake.
+        device: Accepted for Warp's sake.
+        temporary_store: Accepted for Warp's sake.
+    """
+    if space_topology is None:
+        if space is None:
+            raise ValueError("give a space or a space topology")
+        space_topology = space.topology
+    if geometry_partition is not None and not isinstance(geometry_partition, Geometry):
+        raise NotImplementedError("geometry partitions are not supported yet")
+    return SpacePartition(space_topology)
+
+
+class FunctionSpace:
+    """A scalar- or vector-valued space on a basis, all values of a node stored together
+    (Warp's `CollocatedFunctionSpace`)."""
+
+    def __init__(self, basis: ShapeBasisSpace, dtype: Any = None) -> None:
+        self._basis = basis
+        scalar = basis.geometry.scalar_type
+        self.dtype = scalar if dtype is None else dtype
+        if kc.types.as_type(self.dtype) != kc.types.as_type(scalar):
+            raise NotImplementedError(
+                "only scalar function spaces (of the geometry's scalar type) are supported yet")
+        self.dof_mapper = None
+        self.ORDER = basis.ORDER
+        self.NODE_DOF_COUNT = 1
+        self.VALUE_DOF_COUNT = 1
+        self.dimension = basis.geometry.dimension
+
+    @property
+    def basis(self) -> ShapeBasisSpace:
+        """The scalar basis."""
+        return self._basis
+
+    @property
+    def topology(self) -> SpaceTopology:
+        """Global node numbering."""
+        return self._basis.topology
+
+    @property
+    def geometry(self) -> Geometry:
+        """The underlying geometry."""
+        return self._basis.geometry
+
+    @property
+    def shape(self) -> ShapeFunction:
+        """Shape functions of one cell."""
+        return self._basis.shape
+
+    @property
+    def degree(self) -> int:
+        """Polynomial degree of the basis."""
+        return self.ORDER
+
+    @property
+    def name(self) -> str:
+        """Identifies the space kind (equal names share compiled kernels)."""
+        return f"{self._basis.name}_{kc.types.as_type(self.dtype)!r}"
+
+    @property
+    def weight_type(self) -> Any:
+        return self.geometry.scalar_type
+
+    @property
+    def gradient_dtype(self) -> Any:
+        return vec_type(self.geometry.cell_dimension, self.geometry.scalar_type)
+
+    @property
+    def sample_type(self) -> Any:
+        return sample_type(self.geometry.scalar_type)
+
+    def node_count(self) -> int:
+        """Number of nodes."""
+        return self.topology.node_count()
+
+    def node_positions(self, out: Any = None) -> Any:
+        """World position of every node."""
+        return self._basis.node_positions(out)
+
+    def make_field(self, space_partition: SpacePartition | None = None) -> Any:
+        """A zero-initialised `DiscreteField` on this space."""
+        from kernelc.fem.field import DiscreteField
+
+        if space_partition is None:
+            space_partition = SpacePartition(self.topology)
+        return DiscreteField(self, space_partition)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, FunctionSpace) and self.topology == other.topology
+                and self.name == other.name)
+
+    def __hash__(self) -> int:
+        return hash((self.topology, self.name))
+
+
+CollocatedFunctionSpace = FunctionSpace
+
+
+def make_polynomial_basis_space(geo: Geometry, degree: int = 1,
+                                element_basis: ElementBasis | None = None,
+                                discontinuous: bool = False,
+                                family: Polynomial | None = None) -> ShapeBasisSpace:
+    """Polynomial shape functions on every cell of `geo` (Warp's `make_polynomial_basis_space`).
+
+    Args:
+        geo: The geometry.
+        degree: Polynomial degree.
+        element_basis: Lagrange (default) or serendipity.
+        discontinuous: Discontinuous spaces are not supported yet.
+        family: 1-D node family (default Gauss-Lobatto-Legendre).
+    """
+    if discontinuous:
+        raise NotImplementedError("discontinuous spaces are not supported yet")
+    shape = make_element_shape_function(geo.reference_cell(), degree, element_basis, family,
+                                        geo.scalar_type)
+    return ShapeBasisSpace(make_topology(geo, shape), shape)
+
+
+def make_collocated_function_space(basis_space: ShapeBasisSpace, dtype: Any = None,
+                                   dof_mapper: Any = None) -> FunctionSpace:
+    """A space storing values of `dtype` at the nodes of `basis_space`.
+
+    Args:
+        basis_space: The basis.
+        dtype: Value type (the geometry's scalar type; vectors are not supported yet).
+        dof_mapper: Not supported yet.
+    """
+    if dof_mapper is not None:
+        raise NotImplementedError("dof mappers are not supported yet")
+    return FunctionSpace(basis_space, dtype)
+
+
+def make_polynomial_space(geo: Geometry, dtype: Any = None, dof_mapper: Any = None,
+                          degree: int = 1, element_basis: ElementBasis | None = None,
+                          discontinuous: bool = False,
+                          family: Polynomial | None = None) -> FunctionSpace:
+    """A polynomial function space on `geo` (Warp's `warp.fem.make_polynomial_space`).
+
+    Args:
+        geo: The geometry (`Grid2D` or `Grid3D`).
+        dtype: Value type: the geometry's scalar type (default).
+        dof_mapper: Not supported yet.
+        degree: Polynomial degree.
+        element_basis: `ElementBasis.LAGRANGE` (default) or `ElementBasis.SERENDIPITY`.
+        discontinuous: Not supported yet.
+        family: 1-D node family (default Gauss-Lobatto-Legendre).
+
+    Returns:
+        The function space.
+    """
+    basis = make_polynomial_basis_space(geo, degree, element_basis, discontinuous, family)
+    return make_collocated_function_space(basis, dtype, dof_mapper)

@@ -1,0 +1,154 @@
+"""Space topologies: the global node index of each node of each cell (Warp's `SpaceTopology`).
+
+Node numbers are computed on the host with NumPy, once per topology, as a (cells, nodes per
+cell) table; kernels read that table. On sides, a topology is traced: side nodes are the
+nodes of the side's inner cell followed by those of its outer cell (the same cell again
+on the boundary), as in Warp, so `2 * NODES_PER_ELEMENT` per side.
+
+Grid numberings are Warp's:
+- Lagrange bases with nodes on the element ends (Gauss-Lobatto, closed Newton-Cotes) live
+  on the global node grid: node (x, y) is x * (res[1] * k + 1) + y, (x, y, z) likewise;
+- other bases (serendipity, ...) number vertex nodes first (vertex-major), then interior
+  nodes (cell-major), then side / edge / face nodes (by side index).
+"""
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from kernelc.fem.geometry import Geometry
+from kernelc.fem.polynomial import is_closed
+from kernelc.fem.shape import EDGE_X, INTERIOR, VERTEX, ShapeFunction
+
+
+class SpaceTopology:
+    """Which global node each node of each element is (Warp's `warp.fem.SpaceTopology`)."""
+
+    def __init__(self, geometry: Geometry, shape: ShapeFunction) -> None:
+        self._geometry = geometry
+        self._shape = shape
+        self.MAX_NODES_PER_ELEMENT = shape.NODES_PER_ELEMENT
+        self.dimension = geometry.dimension
+
+    @property
+    def geometry(self) -> Geometry:
+        """The geometry whose cells carry the nodes."""
+        return self._geometry
+
+    @property
+    def name(self) -> str:
+        """Identifies the numbering scheme (not the resolution)."""
+        return f"{type(self).__name__}_{self._geometry.name}_{self._shape.name}"
+
+    def node_count(self) -> int:
+        """Number of global nodes."""
+        raise NotImplementedError
+
+    def _cell_node_indices(self) -> np.ndarray:
+        raise NotImplementedError
+
+    @cached_property
+    def _element_nodes(self) -> np.ndarray:
+        nodes = np.ascontiguousarray(self._cell_node_indices(), dtype=np.int32)
+        nodes.setflags(write=False)
+        return nodes
+
+    def element_node_indices(self, out: Any = None) -> Any:
+        """(cells, nodes per cell) global node indices, as a `kc.array` of int32."""
+        import kernelc as kc
+
+        if out is None:
+            return kc.array(self._element_nodes, dtype=kc.int32)
+        out.assign(self._element_nodes)
+        return out
+
+    def host_element_nodes(self) -> np.ndarray:
+        """(cells, nodes per cell) global node indices as a read-only NumPy array."""
+        return self._element_nodes
+
+    def host_side_nodes(self, sides: np.ndarray) -> np.ndarray:
+        """(sides, 2 * nodes per cell): the nodes of each side's inner cell, then outer cell."""
+        inner, outer = self._geometry.side_cells(sides)
+        nodes = self._element_nodes
+        return np.concatenate([nodes[inner], nodes[outer]], axis=1)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, SpaceTopology) and self._geometry is other._geometry
+                and self.name == other.name)
+
+    def __hash__(self) -> int:
+        return hash((id(self._geometry), self.name))
+
+
+class GridNodeGridTopology(SpaceTopology):
+    """Closed-family Lagrange bases on grids: nodes on one global (k * res + 1) grid."""
+
+    def node_count(self) -> int:
+        k = self._shape.ORDER
+        return int(np.prod([k * int(r) + 1 for r in self._geometry.res]))
+
+    def _cell_node_indices(self) -> np.ndarray:
+        k = self._shape.ORDER
+        res = [int(r) for r in self._geometry.res]
+        dim = len(res)
+        cells = np.indices(res).reshape(dim, -1).T  # cell-major, last axis fastest
+        local = np.indices([k + 1] * dim).reshape(dim, -1).T  # node-major, last fastest
+        pitch = [k * r + 1 for r in res]
+        strides = [int(np.prod(pitch[a + 1:])) for a in range(dim)]
+        grid = cells[:, None, :] * k + local[None, :, :]
+        return np.tensordot(grid, np.array(strides), axes=([2], [0]))
+
+
+class Grid2DElementTopology(SpaceTopology):
+    """Vertex / interior / side numbering on 2-D grids (serendipity and open families)."""
+
+    def _counts(self) -> tuple[int, int, int]:
+        s = self._shape
+        return s.VERTEX_NODE_COUNT, s.EDGE_NODE_COUNT, s.INTERIOR_NODE_COUNT
+
+    def node_count(self) -> int:
+        v, e, i = self._counts()
+        g = self._geometry
+        return g.vertex_count() * v + g.side_count() * e + g.cell_count() * i
+
+    def _cell_node_indices(self) -> np.ndarray:
+        g = self._geometry
+        v_count, e_count, i_count = self._counts()
+        res1 = int(g.res[1])
+        cell = np.arange(g.cell_count())[:, None]
+        cx, cy = cell // res1, cell % res1
+        n = self._shape.NODES_PER_ELEMENT
+        if i_count == n:  # open families: every node is interior to its cell
+            return cell * n + np.arange(n)[None, :]
+        kind, instance, index = (a[None, :] for a in self._shape.node_types())
+        vertex = (cx + instance // 2) * (res1 + 1) + (cy + instance % 2)
+        out = np.where(kind == VERTEX, vertex * v_count + index, 0)
+        offset = g.vertex_count() * v_count
+        out = np.where(kind == INTERIOR, offset + cell * i_count + index, out)
+        offset += g.cell_count() * i_count
+        # An x-edge node lies on a side y = const (axis 1), a y-edge node on x = const.
+        axis = np.where(kind == EDGE_X, 1, 0)
+        altitude = np.where(axis == 0, cx, cy) + instance
+        longitude = np.where(axis == 0, cy, cx)
+        side = g._side_index(np.broadcast_to(axis, out.shape), altitude, longitude)
+        edge = (kind != VERTEX) & (kind != INTERIOR)
+        return np.where(edge, offset + side * e_count + index, out)
+
+
+def make_topology(geometry: Geometry, shape: ShapeFunction) -> SpaceTopology:
+    """The topology Warp uses for `shape` on `geometry`."""
+    from kernelc.fem.grid2d import Grid2D
+
+    closed_lagrange = shape.TENSOR_LAGRANGE and is_closed(shape.family)
+    if isinstance(geometry, Grid2D):
+        if closed_lagrange:
+            return GridNodeGridTopology(geometry, shape)
+        return Grid2DElementTopology(geometry, shape)
+    from kernelc.fem.grid3d import Grid3D, make_grid3d_topology
+
+    if isinstance(geometry, Grid3D):
+        if closed_lagrange:
+            return GridNodeGridTopology(geometry, shape)
+        return make_grid3d_topology(geometry, shape)
+    raise NotImplementedError(f"function spaces on {geometry.name} are not supported yet")
