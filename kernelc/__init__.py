@@ -71,7 +71,7 @@ from kernelc.runtime.streams import (  # noqa: E402
     ScopedStream, Stream, get_stream, set_stream, synchronize_stream, wait_stream,
 )
 from kernelc.runtime.graph import (  # noqa: E402
-    ScopedCapture, capture_begin, capture_end, capture_launch,
+    ScopedCapture, capture_begin, capture_end, capture_launch, is_conditional_graph_supported,
 )
 from kernelc.spatial.hash_grid import HashGrid  # noqa: E402
 

@@ -24,6 +24,17 @@ class Type:
         """Size in bytes of one value in memory."""
         raise NotImplementedError
 
+    # `kc.vec3 | None` in a host function's annotations, as with Warp's type classes.
+    def __or__(self, other: object) -> object:
+        import typing
+
+        return typing.Union[self, other]  # noqa: UP007 (this is `|` itself)
+
+    def __ror__(self, other: object) -> object:
+        import typing
+
+        return typing.Union[other, self]  # noqa: UP007
+
 
 @dataclass(frozen=True, slots=True)
 class ScalarType(Type):

@@ -9,9 +9,8 @@ cache on a 2-core machine, ~15 s with a warm one). Matrices must have
 Warp's sparsity pattern exactly and its values to float rounding; solutions agree to
 rounding amplified by the CG solver's stopping test.
 
-Warp's example sources are loaded with their `import warp...` lines rewritten to kernelc.
-`examples/fem/utils.py` also gets `from __future__ import annotations`: its signatures say
-`wp.vec2 | None`, and kernelc's vector types do not support `|` (see docs/fem.md).
+Warp's example sources are loaded with their `import warp...` lines rewritten to kernelc,
+and nothing else changed.
 """
 
 from __future__ import annotations
@@ -150,8 +149,7 @@ def kc_examples(tmp_path_factory):
         pytest.skip("warp-lang's examples are not installed")
     out = tmp_path_factory.mktemp("kc_fem_examples")
     modules = {}
-    for name, file, prefix in (("kc_fem_example_utils", "utils.py",
-                                "from __future__ import annotations\n"),
+    for name, file, prefix in (("kc_fem_example_utils", "utils.py", ""),
                                ("kc_fem_example_diffusion", "example_diffusion.py", ""),
                                ("kc_fem_example_diffusion_3d", "example_diffusion_3d.py", "")):
         path = out / f"{name}.py"  # kernels and integrands are read back from their file

@@ -110,3 +110,17 @@ def test_a_captured_launch_keeps_its_numbers():
     np.testing.assert_array_equal(out.numpy(), 3.0)
     kc.capture_launch(capture.graph)
     np.testing.assert_array_equal(out.numpy(), 2.0)
+
+
+def test_type_unions_in_host_annotations():
+    import typing
+
+    def helper(v: kc.vec2 | None = None, x: None | kc.float32 = None) -> kc.vec3 | kc.vec3d:
+        return v
+
+    assert typing.get_type_hints(helper)["v"] == typing.Optional[kc.vec2]  # noqa: UP045
+    assert kc.vec3 | kc.vec3d == typing.Union[kc.vec3, kc.vec3d]  # noqa: UP007
+
+
+def test_graphs_have_no_conditional_nodes():
+    assert kc.is_conditional_graph_supported() is False

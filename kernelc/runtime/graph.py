@@ -256,3 +256,12 @@ def capture_end(device: Devicelike = None, stream: Any = None) -> Graph:
         raise RuntimeError(f"no capture is open on {dev.alias}; call capture_begin() first")
     capture.__exit__(None, None, None)
     return capture.graph
+
+
+def is_conditional_graph_supported() -> bool:
+    """Whether graphs may hold conditional nodes (Warp's `capture_if` / `capture_while`).
+
+    Always False: kernelc's graphs replay straight-line launch lists, so code that asks
+    (as Warp's own utilities do before a device-side loop) takes its host-side path.
+    """
+    return False
