@@ -263,3 +263,33 @@ def test_func_returning_only_from_while_true(rng):
     kc.launch(use_forever_loops, n, inputs=[kc.array(q, dtype=int), o])
     up7, up5 = (q + 6) // 7 * 7, (q + 4) // 5 * 5
     np.testing.assert_array_equal(o.numpy(), np.stack([up7, up5, up5 // 5]))
+
+
+@kc.func
+def swapped(v: typing.Any):
+    return type(v)(v[1], v[0])  # the argument's own vector type, whatever it is
+
+
+@kc.func
+def twice_any(x: typing.Any):
+    return x + type(x)(x)
+
+
+@kc.kernel
+def use_type_of(a: kc.array(dtype=kc.vec2), b: kc.array(dtype=kc.vec2d),
+                c: kc.array(dtype=kc.float64)):
+    i = kc.tid()
+    a[i] = swapped(a[i])
+    b[i] = swapped(b[i])
+    c[i] = twice_any(c[i])
+
+
+def test_type_of_a_value_constructs_its_type(rng):
+    an = nonzero(rng, (9, 2), np.float32)
+    bn = nonzero(rng, (9, 2), np.float64)
+    cn = nonzero(rng, 9, np.float64)
+    a, b, c = kc.array(an, dtype=kc.vec2), kc.array(bn, dtype=kc.vec2d), kc.array(cn)
+    kc.launch(use_type_of, 9, [a, b, c])
+    np.testing.assert_array_equal(a.numpy(), an[:, ::-1])
+    np.testing.assert_array_equal(b.numpy(), bn[:, ::-1])
+    np.testing.assert_array_equal(c.numpy(), 2 * cn)

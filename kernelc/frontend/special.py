@@ -144,6 +144,13 @@ def _len(lowerer, node: ast.Call):
     return lowerer.length_of(v)
 
 
+def _type(lowerer, node: ast.Call):
+    """`type(x)`: the kernelc type of `x`, to construct values of it (`type(v)(0.0)`)."""
+    if len(node.args) != 1 or node.keywords:
+        raise KernelError("type() takes one argument")
+    return PyObj(lowerer.as_val(lowerer.visit(node.args[0]), node.args[0]).type)
+
+
 def _range(lowerer, node: ast.Call):
     raise KernelError("range() can only be used as the iterable of a for loop")
 
@@ -176,7 +183,7 @@ def _handlers(everything: bool = False):
     import importlib
 
     forms = {"tid": _tid, "static": _static, "print": _print, "printf": _printf, "zeros": _zeros,
-             "len": _len, "range": _range}
+             "len": _len, "range": _range, "type": _type}
     for module in _FORM_MODULES if everything else _FORM_MODULES[:2]:
         forms.update(importlib.import_module(module).SPECIAL_FORMS)
     return forms
@@ -194,7 +201,7 @@ _FORM_MODULES = ("kernelc.frontend.construct", "kernelc.frontend.hash_grid_forms
                  "kernelc.frontend.volume_forms")
 
 
-_PYTHON_SPECIALS = {print: "print", len: "len", range: "range"}
+_PYTHON_SPECIALS = {print: "print", len: "len", range: "range", type: "type"}
 
 
 def lookup(obj: Any):
