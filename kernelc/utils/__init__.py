@@ -3,13 +3,15 @@
 `array_scan`, `radix_sort_pairs`, `array_sum` and `array_inner` run kernels written in
 kernelc's own language, so they run unchanged on the CPU and on CUDA devices. Their launches
 are reported as `TIMING_KERNEL_BUILTIN` activities and as `type: "builtin"` entries of
-`kc.kernel_history()`. See docs/utils.md.
+`kc.kernel_history()`. `map` (also `kc.map`) applies a function to the elements of arrays
+in a generated kernel. See docs/utils.md.
 """
 
 from kernelc.utils._common import UtilsTypeError, UtilsValueError
+from kernelc.utils.map import map  # noqa: A004  (Warp's name, shadowing the builtin here)
 from kernelc.utils.reduce import array_inner, array_sum
 from kernelc.utils.scan import array_scan
 from kernelc.utils.sort import radix_sort_pairs
 
 __all__ = ["UtilsTypeError", "UtilsValueError", "array_inner", "array_scan", "array_sum",
-           "radix_sort_pairs"]
+           "map", "radix_sort_pairs"]
