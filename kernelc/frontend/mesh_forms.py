@@ -20,7 +20,7 @@ from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj
-from kernelc.frontend.special import lower_query_while, special
+from kernelc.frontend.special import kernel_only, lower_query_while
 from kernelc.ir import nodes as ir
 
 _REQUIRED = object()
@@ -174,17 +174,8 @@ _DOCS = {
 }
 
 
-def _stub(name: str):
-    def stub(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"kernelc.{name}() can only be called inside a kernel")
-
-    stub.__name__ = stub.__qualname__ = name
-    stub.__doc__ = _DOCS[name]
-    return special(name)(stub)
-
-
 __all__ = sorted(_DOCS)
-globals().update({name: _stub(name) for name in __all__})
+globals().update({name: kernel_only(name, _DOCS[name]) for name in __all__})
 
 
 def _resolve(path: str) -> Any:

@@ -29,6 +29,18 @@ def special(name: str):
     return mark
 
 
+def kernel_only(name: str, doc: str):
+    """The host object of special form `name`: documented, and an error when called outside
+    a kernel (forms whose meaning needs a kernel, such as queries of device structures)."""
+
+    def stub(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"kernelc.{name}() can only be called inside a kernel")
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = doc
+    return special(name)(stub)
+
+
 @special("tid")
 def tid():
     """The current thread's index: an int for 1-d launches, a tuple for 2-d to 4-d."""

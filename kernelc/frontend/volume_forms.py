@@ -15,12 +15,11 @@ through it: plain IR that both backends already lower.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
-from kernelc.frontend.special import special
+from kernelc.frontend.special import kernel_only
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
@@ -90,17 +89,8 @@ _DOCS = {
 }
 
 
-def _stub(name: str):
-    def stub(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"kernelc.{name}() can only be called inside a kernel")
-
-    stub.__name__ = stub.__qualname__ = name
-    stub.__doc__ = _DOCS[name]
-    return special(name)(stub)
-
-
 __all__ = sorted(_FORMS)
-globals().update({name: _stub(name) for name in __all__})
+globals().update({name: kernel_only(name, _DOCS[name]) for name in __all__})
 
 
 def _lang():
