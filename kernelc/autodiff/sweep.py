@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelc import types as T
-from kernelc.autodiff import rules
+from kernelc.autodiff import deferred, rules
 from kernelc.autodiff.exits import is_tail_break, max_id
-from kernelc.autodiff.values import add, differentiable, has_arrays, nonzero, zero
+from kernelc.autodiff.values import add, differentiable, has_arrays, zero
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import IRBuilder
 from kernelc.ir import nodes as ir
@@ -26,17 +26,6 @@ class LoopInfo:
     # (slot, its copy at loop entry) for slots the loop reads that later code changes:
     # restored before the loop is reversed, which runs after that later code.
     entry: list[tuple[ir.Slot, ir.Slot]]
-
-
-@dataclass
-class DeferredReads:
-    """The gradients of array reads at indices a loop does not change, summed in a slot
-    while the loop is reversed and added into the gradient array once after it: a
-    per-iteration add into the same element is a chain through memory (and an atomic)."""
-
-    variant: set[int]  # values that may differ between iterations
-    defs: dict[int, ir.Op]  # the loop's other values (same in every iteration), by id
-    sums: dict[tuple[int, ...], tuple[ir.Op, ir.Slot]]  # (array, indices) -> the read, its sum
 
 
 class FunctionAD:
@@ -65,7 +54,7 @@ class FunctionAD:
         self.adj_slots: dict[int, ir.Slot] = {}
         self.loops: dict[int, LoopInfo] = {}
         self.returned: tuple[ir.Value, ...] = ()
-        self.deferred: list[DeferredReads | None] = []  # per loop being reversed
+        self.deferred: list[deferred.DeferredReads | None] = []  # per loop reversed
         self.later_writes: dict[int, frozenset[int]] = {}
         _later_writes(fn.body, frozenset(), self.later_writes)
 
@@ -133,19 +122,8 @@ class FunctionAD:
         self.b.store(slot, add(self.b, self.b.load(slot), delta))
 
     def defer_read(self, read: ir.Op, g: ir.Value) -> bool:
-        """Adds `g`, the gradient of array read `read`, to the innermost reversed loop's
-        sum for it when the loop changes neither the array nor the indices (see
-        `DeferredReads`); False when it must go to the gradient array now."""
-        frame = self.deferred[-1] if self.deferred else None
-        if frame is None or any(a.id in frame.variant for a in read.args):
-            return False
-        key = tuple(a.id for a in read.args)
-        found = frame.sums.get(key)
-        if found is None:
-            found = frame.sums[key] = (read, self.new_slot(f"sum_adj{read.result.id}", g.type))
-        slot = found[1]
-        self.b.store(slot, add(self.b, self.b.load(slot), g))
-        return True
+        """See `deferred.defer_read`."""
+        return deferred.defer_read(self, read, g)
 
     def store_bit(self, array: ir.Value) -> int | None:
         """The mask bit of a kernel's array parameter (None for other arrays)."""
@@ -476,7 +454,7 @@ class FunctionAD:
         n = b.load(info.counter)
         one = b.const(1, T.int32)
         rev = b.new_value(T.int32)
-        frame = _deferrable_reads(s)
+        frame = deferred.deferrable_reads(s)
         self.deferred.append(frame)
         with b.region() as body:
             last = b.op(OpCode.SUB, (n, one), T.int32)
@@ -495,30 +473,7 @@ class FunctionAD:
         self.deferred.pop()
         b.append(ir.For(s.loc, rev, b.const(0, T.int32), n, one, tuple(body)))
         for read, slot in frame.sums.values() if frame is not None else ():
-            self.flush_read(frame, read, slot)
-
-    def flush_read(self, frame: DeferredReads, read: ir.Op, slot: ir.Slot) -> None:
-        """After the reversed loop: its sum for `read` goes into the gradient array (or into
-        an outer loop's sum). Only a non-zero sum does, so a read the loop never reached
-        touches nothing; its indices are computed again, as the loop's were."""
-        b = self.b
-        total = b.load(slot)
-        with b.region() as flush:
-            for a in read.args:
-                self.rematerialize(frame, a)
-            rules.array_load(self, read, total)
-        b.append(ir.If(b.loc, nonzero(b, total), tuple(flush)))
-        b.store(slot, zero(b, slot.type))
-
-    def rematerialize(self, frame: DeferredReads, v: ir.Value) -> None:
-        """Emits again the loop's computation of the loop-invariant value `v` (a loop's
-        values are not visible after it)."""
-        op = frame.defs.get(v.id)
-        if op is None or v.id in self.stash:
-            return
-        for a in op.args:
-            self.rematerialize(frame, a)
-        self.env[v.id] = self.b.op(op.opcode, [self.val(a) for a in op.args], v.type, op.attr)
+            deferred.flush_read(self, frame, read, slot)
 
     def recompute(self, s: ir.For | ir.While, index: ir.Value) -> None:
         """The forward of iteration `index` (counted from 0) of loop `s`."""
@@ -532,41 +487,6 @@ class FunctionAD:
         else:
             self.fwd_block(s.cond_body)
         self.fwd_block(s.body, skip_tail=True)
-
-
-def _deferrable_reads(s: ir.For | ir.While) -> DeferredReads | None:
-    """The deferred-read frame of loop `s`, or None when its body writes arrays (a store's
-    or an atomic's gradient reads the gradient array, which must then be up to date) or
-    passes arrays to funcs (which may write them)."""
-    blocks = (s.body,) if isinstance(s, ir.For) else (s.cond_body, s.body)
-    stmts = [x for blk in blocks for x in ir.walk(blk)]
-    stored = {x.slot.id for x in stmts if isinstance(x, (ir.StoreSlot, ir.LocalStore))}
-    variant = {s.var.id} if isinstance(s, ir.For) else set()
-    defs: dict[int, ir.Op] = {}
-    for x in stmts:
-        if isinstance(x, ir.ArrayStore):
-            return None
-        if isinstance(x, ir.For):
-            variant.add(x.var.id)
-        if not isinstance(x, ir.Op):
-            continue
-        if x.opcode is OpCode.ATOMIC or (x.opcode is OpCode.CALL_FUNC and any(
-                has_arrays(a.type) for a in x.args)):
-            return None
-        if x.result is None:
-            continue
-        if x.opcode in _NOT_REMATERIALIZED or any(a.id in variant for a in x.args) or (
-                x.opcode in (OpCode.LOAD_SLOT, OpCode.LOCAL_LOAD) and x.attr.id in stored):
-            variant.add(x.result.id)
-        else:
-            defs[x.result.id] = x
-    return DeferredReads(variant, defs, {})
-
-
-# Ops whose result is taken as different in every iteration: calls (builtins may draw
-# random numbers), reads of run-time structures.
-_NOT_REMATERIALIZED = frozenset({OpCode.CALL, OpCode.CALL_FUNC, OpCode.ATOMIC,
-                                 OpCode.LOAD_ADDRESS})
 
 
 def _stored(block: ir.Block) -> set[int]:
