@@ -8,14 +8,13 @@ end of a backward pass, and `Tape.reset`, clear the marks of the tape's arrays.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from kernelc import types as T
 from kernelc.ir.access import ParamAccess, array_access
 from kernelc.runtime.array import array
-from kernelc.runtime.array_access import _PACKAGE, warn_user
+from kernelc.runtime.array_access import user_frame, warn_user
 
 
 def check_launch(kernel: Any, values: Sequence[Any], types: Sequence[T.Type]) -> None:
@@ -35,7 +34,7 @@ def check_launch(kernel: Any, values: Sequence[Any], types: Sequence[T.Type]) ->
 def check_copy(dest: array, src: array) -> None:
     """Marks and checks the arrays of a copy recorded on a tape."""
     if dest._is_read:
-        frame = _user_frame()
+        frame = user_frame()[0]
         dest.mark_write(operation="an array copy", filename=frame.f_code.co_filename,
                         lineno=frame.f_lineno)
     src.mark_read()
@@ -49,10 +48,8 @@ def clear_marks(launches: Sequence[Any]) -> None:
         if callable(entry):
             continue
         for value in (*entry[3], *entry[4]):
-            node = value if isinstance(value, array) else None
-            while node is not None:
-                node._is_read = False
-                node = node._ref
+            if isinstance(value, array):
+                value.clear_read_marks()
 
 
 def _access(kernel: Any, types: tuple[T.Type, ...]) -> tuple[ParamAccess, ...]:
@@ -68,11 +65,3 @@ def _access(kernel: Any, types: tuple[T.Type, ...]) -> tuple[ParamAccess, ...]:
                           f"replays the read with the new values, so its gradients may be "
                           f"wrong")
     return found
-
-
-def _user_frame() -> Any:
-    """The first caller outside kernelc (its `f_code.co_filename` and `f_lineno`)."""
-    frame = sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
-    return frame

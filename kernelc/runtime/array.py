@@ -399,7 +399,7 @@ class array(GradMixin, AccessMixin):
                              f"shape {pattern.shape}")
         if self.size:
             memory.fill_array(self, np.broadcast_to(pattern, inner))
-        self._is_read = False  # initialised: earlier reads no longer matter (mark_init)
+        self.mark_init()  # initialised: earlier reads no longer matter
 
     def zero_(self) -> None:
         """Sets every element to zero (all bytes zero, which also suits struct elements)."""
@@ -407,7 +407,7 @@ class array(GradMixin, AccessMixin):
         np_dtype, inner = element_layout(self.dtype)
         if self.size:
             memory.fill_array(self, np.zeros(inner, np_dtype))
-        self._is_read = False  # (mark_init)
+        self.mark_init()
 
     def assign(self, src: Any) -> None:
         """Copies `src` (an array, NumPy array or list of the same shape) into this array;

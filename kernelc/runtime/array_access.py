@@ -26,6 +26,13 @@ class AccessMixin:
         """Clears this array's read mark (its contents were just initialised)."""
         self._is_read = False
 
+    def clear_read_marks(self) -> None:
+        """Clears the read marks of this array and of the arrays it is a view of."""
+        node = self
+        while node is not None:
+            node._is_read = False
+            node = node._ref
+
     def mark_read(self) -> None:
         """Marks this array, and the arrays it is a view of, as read by a recorded launch."""
         node = self
@@ -54,9 +61,15 @@ class AccessMixin:
                   f"may be wrong")
 
 
+def user_frame(depth: int = 1) -> tuple[Any, int]:
+    """The first frame outside kernelc above the caller's (`depth` 1), and its stack level
+    as `warnings.warn` counts from that caller."""
+    level, frame = depth, sys._getframe(depth)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    return frame, level
+
+
 def warn_user(message: str) -> None:
     """A UserWarning attributed to the first caller outside kernelc."""
-    level, frame = 2, sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        level, frame = level + 1, frame.f_back
-    warnings.warn(message, UserWarning, stacklevel=level)
+    warnings.warn(message, UserWarning, stacklevel=user_frame(2)[1])
