@@ -50,10 +50,12 @@ _DRIVER = textwrap.dedent("""
 
 EXAMPLES = ("example_wave", "example_fluid", "example_dem", "example_sph", "example_raymarch",
             "example_graph_capture", "example_fdtd_3d", "example_fft_poisson_navier_stokes_2d",
-            "example_tile_mcgp")
+            "example_tile_mcgp", "example_diffray")
 # The test suite renders a 96x48 image; time a bigger one (the example's own is 2048x1024).
 # example_tile_mcgp: a 64x64 slice (the example's own is 256x256) of a finer sphere.
+# example_diffray: a 256-pixel-high image (the example's own is 1024), texture mode.
 SIZES = {"example_raymarch": {"height": 256, "width": 512},
+         "example_diffray": {"height": 256},
          "example_tile_mcgp": {"height": 64, "sphere_resolution": 32}}
 
 

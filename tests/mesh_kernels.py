@@ -112,6 +112,27 @@ def list_queries(mesh: kc.uint64, bvh: kc.uint64, lowers: kc.array(dtype=kc.vec3
 # ---- meshes and brute-force references ------------------------------------------------------
 
 
+@kc.kernel
+def query_gradients(mesh: kc.uint64, starts: kc.array(dtype=kc.vec3),
+                    dirs: kc.array(dtype=kc.vec3), out: kc.array(dtype=float)):
+    """A function of the ray hit, the closest and the furthest point of each query,
+    continuous in the starts and directions (what `test_query_gradients_*` differentiate)."""
+    i = kc.tid()
+    q = kc.mesh_query_ray(mesh, starts[i], dirs[i], 1.0e6)
+    p = kc.mesh_query_point_no_sign(mesh, starts[i], 1.0e6)
+    f = kc.mesh_query_furthest_point_no_sign(mesh, starts[i], 0.0)
+    # Positions rather than (u, v), which jump where the closest face changes.
+    w = kc.vec3(0.3, -0.5, 0.7)
+    v = float(0.0)
+    if q.result:
+        v += q.t + kc.dot(w, kc.mesh_eval_position(mesh, q.face, q.u, q.v))
+    if p.result:
+        v += kc.length_sq(kc.mesh_eval_position(mesh, p.face, p.u, p.v) - starts[i])
+    if f.result:
+        v += kc.dot(w, kc.mesh_eval_position(mesh, f.face, f.u, f.v))
+    out[i] = v
+
+
 def _bumpy_sphere(n_lat=14, n_lon=22):
     """A closed mesh of radius 1 +- 0.2, faces counter-clockwise seen from outside."""
     theta = np.pi * np.arange(1, n_lat) / n_lat

@@ -27,6 +27,7 @@ from tests.mesh_kernels import (
     _run_rays,
     _soup,
     _winding,
+    query_gradients,
     sphere_mesh,
 )
 
@@ -360,3 +361,70 @@ def test_results_match_warp(rng, sphere, tmp_path):
         np.testing.assert_array_equal(counts[:, kind], ref["sums"][:, column])
         np.testing.assert_array_equal([sum(f * (f + 7) for f in s) for s in sets],
                                       ref["sums"][:, column + 1])
+
+
+# ---- gradients -----------------------------------------------------------------------------
+
+
+def _gradient_inputs(rng, n=64):
+    """Points outside the bumpy sphere with rays aimed near its centre."""
+    starts = rng.normal(size=(n, 3))
+    starts = (2.5 * starts / np.linalg.norm(starts, axis=1, keepdims=True)).astype(np.float32)
+    dirs = (-starts + 0.3 * rng.normal(size=(n, 3))).astype(np.float32)
+    return starts, dirs
+
+
+def test_query_gradients_match_finite_differences(rng, sphere):
+    """Tape gradients of ray, closest-point and furthest-point results against central
+    differences of the forward kernel (away from the rare kinks where the face changes)."""
+    mesh = sphere[2]
+    starts, dirs = _gradient_inputs(rng)
+    n = len(starts)
+    s = kc.array(starts, dtype=kc.vec3, requires_grad=True)
+    d = kc.array(dirs, dtype=kc.vec3, requires_grad=True)
+    out = kc.zeros(n, dtype=float, requires_grad=True)
+    tape = kc.Tape()
+    with tape:
+        kc.launch(query_gradients, n, [mesh.id, s, d, out])
+    tape.backward(grads={out: kc.ones(n, dtype=float)})
+    got = np.concatenate([s.grad.numpy(), d.grad.numpy()], axis=1)
+
+    def forward(st, di):
+        o = kc.full(n, np.nan, dtype=float)
+        kc.launch(query_gradients, n, [mesh.id, kc.array(st, dtype=kc.vec3),
+                                                    kc.array(di, dtype=kc.vec3), o])
+        return o.numpy().astype(np.float64)
+
+    eps = 1e-3
+    fd = np.zeros((n, 6))
+    for k in range(6):
+        step = np.zeros((n, 3), np.float32)
+        step[:, k % 3] = eps
+        plus = forward(starts + step, dirs) if k < 3 else forward(starts, dirs + step)
+        minus = forward(starts - step, dirs) if k < 3 else forward(starts, dirs - step)
+        fd[:, k] = (plus - minus) / (2 * eps)
+    assert np.abs(got).max() > 0.1
+    close = np.isclose(got, fd, rtol=2e-2, atol=2e-2).all(axis=1)
+    assert close.mean() >= 0.95, np.abs(got - fd).max(axis=1)
+
+
+def test_backward_pass_does_not_differentiate_the_traversals():
+    """The BVH searches return only a face: the backward kernel replays each search once
+    and differentiates the geometry of the face found, so no adjoint func holds a loop and
+    no search runs a second time inside an adjoint."""
+    from kernelc.autodiff.adjoint import adjoint_module
+    from kernelc.ir import nodes as ir
+
+    module = adjoint_module(query_gradients.get_ir())
+
+    def calls(fn, prefix):
+        return sum(isinstance(s, ir.Op) and s.opcode is ir.OpCode.CALL_FUNC
+                   and s.attr.startswith(prefix) for s in ir.walk(fn.body))
+
+    adjoints = [f for f in module.funcs if f.name.endswith("_adjoint")]
+    assert any(f.name.startswith("hit_on_face") for f in adjoints)
+    for f in adjoints:
+        assert not [s for s in ir.walk(f.body) if isinstance(s, (ir.While, ir.For))], f.name
+    for search in ("first_hit_face", "closest_face_index", "furthest_face_index"):
+        assert calls(module.kernel, search) == 1, search
+        assert not any(calls(f, search) for f in adjoints), search

@@ -51,6 +51,14 @@ SPECS: dict[str, ExampleSpec] = {
                                    then=(("_check_em_energy", (25,)),)),
     "example_fft_poisson_navier_stokes_2d": ExampleSpec(
         calls=3, fields=("omega_curr", "psi"), shrink=((r"N_GRID = 512", "N_GRID = 32"),)),
+    # Differentiable rendering through mesh ray queries. Warp's own gradient differs from
+    # kernelc's (and from finite differences) in its lighting loop, so the comparison uses
+    # the normal-map mode, whose gradients agree; the benchmark times the example as it is.
+    "example_diffray": ExampleSpec(
+        {"height": 24, "rot_array": [0.0, 0.25881905, 0.0, 0.96592583]}, calls=2,
+        fields=("pixels", "rays"), folder="optim",
+        shrink=((r"self\.render_mode = RenderMode\.texture",
+                 "self.render_mode = RenderMode.normal_map"),)),
     "example_tile_mcgp": ExampleSpec({"seed": 42, "height": 24, "slices": 3,
                                       "sphere_resolution": 12}, action="render", args=(1,),
                                      fields=("pixels",), folder="tile"),
@@ -75,6 +83,7 @@ def source_for(name: str, module: str, shrink: bool = True) -> str:
             raise LookupError(f"{name}: the example changed; {pattern!r} no longer matches")
     if module != "warp":
         text = text.replace("import warp as wp\n", f"import {module} as wp\n")
+        text = text.replace("from warp.optim import", f"from {module}.optim import")
         text = re.sub(r"^import warp\.render\n", "", text, flags=re.M)
     return text
 

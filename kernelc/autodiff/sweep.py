@@ -401,10 +401,14 @@ class FunctionAD:
     def rev_call(self, s: ir.Op) -> None:
         if self.mad.is_gradient(s.attr):
             return
+        fn = self.mad.primal[s.attr]
+        if s.attr not in self.mad.custom and not any(
+                differentiable(t) for t in fn.return_types) and not any(
+                has_arrays(p.type) for p in fn.params):
+            return  # no gradient can flow through it: do not even build its adjoint
         b = self.b
         info = self.mad.adjoint_func(s.attr)
         r = s.result
-        fn = self.mad.primal[s.attr]
         if isinstance(r.type if r is not None else None, T.TupleType):
             keys = [(r.id, k) for k in info.diff_results]
             reached = any(k in self.adj_elements for k in keys)

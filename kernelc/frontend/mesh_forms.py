@@ -31,11 +31,18 @@ _FLT_MAX = 3.4028234663852886e38  # bvh_query_next's default max_dist: no bound
 @dataclass(frozen=True)
 class _Form:
     """One overload: parameters (name, kind, default), the func it calls as "module.func",
-    and for an out-parameter overload the result fields the out parameters receive."""
+    for an out-parameter overload the result fields the out parameters receive, and for a
+    query that searches for a face the search func ("module.func", given the first
+    `search_args` arguments), whose face the query func gets as its last argument.
+
+    The search is a call of its own at the kernel's level so that a backward pass replays
+    it once and differentiates only the query's computation on the face found."""
 
     params: tuple[tuple[str, str, Any], ...]
     func: str
     outs: tuple[str, ...] = ()
+    search: str = ""
+    search_args: int = 3
 
     @property
     def least(self) -> int:
@@ -61,39 +68,39 @@ _NO_SIGN_OUT = "face:out_int, bary_u:out_float, bary_v:out_float"
 _RAY_OUT = ("t:out_float, bary_u:out_float, bary_v:out_float, sign:out_float, "
             "normal:out_vec3, face:out_int")
 
+_CLOSEST = "mesh_lang.closest_face_index"
+_FURTHEST = "mesh_sign_lang.furthest_face_index"
+
+
+def _point_forms(func: str, extra: str = "", search: str = _CLOSEST,
+                 point: str = _POINT, out: str = _SIGN_OUT,
+                 outs: tuple[str, ...] = ("sign", "face", "u", "v")) -> tuple[_Form, _Form]:
+    """A point query and its out-parameter overload."""
+    tail = f", {extra}" if extra else ""
+    return (_Form(_p(point + tail), func, search=search),
+            _Form(_p(f"{point}, {out}{tail}"), func, outs, search=search))
+
+
 _FORMS: dict[str, tuple[_Form, ...]] = {
-    "mesh_query_point": (
-        _Form(_p(_POINT), "mesh_sign_lang.query_point"),
-        _Form(_p(f"{_POINT}, {_SIGN_OUT}"), "mesh_sign_lang.query_point",
-              ("sign", "face", "u", "v"))),
-    "mesh_query_point_no_sign": (
-        _Form(_p(_POINT), "mesh_sign_lang.query_point_no_sign"),
-        _Form(_p(f"{_POINT}, {_NO_SIGN_OUT}"), "mesh_sign_lang.query_point_no_sign",
-              ("face", "u", "v"))),
-    "mesh_query_furthest_point_no_sign": (
-        _Form(_p("id:id, point:vec3, min_dist:float"),
-              "mesh_sign_lang.query_furthest_point_no_sign"),
-        _Form(_p(f"id:id, point:vec3, min_dist:float, {_NO_SIGN_OUT}"),
-              "mesh_sign_lang.query_furthest_point_no_sign", ("face", "u", "v"))),
-    "mesh_query_point_sign_normal": (
-        _Form(_p(f"{_POINT}, epsilon:float=1e-3"), "mesh_sign_lang.query_point_sign_normal"),
-        _Form(_p(f"{_POINT}, {_SIGN_OUT}, epsilon:float=1e-3"),
-              "mesh_sign_lang.query_point_sign_normal", ("sign", "face", "u", "v"))),
-    "mesh_query_point_sign_winding_number": (
-        _Form(_p(f"{_POINT}, accuracy:float=2.0, threshold:float=0.5"),
-              "mesh_sign_lang.query_point_sign_winding_number"),
-        _Form(_p(f"{_POINT}, {_SIGN_OUT}, accuracy:float=2.0, threshold:float=0.5"),
-              "mesh_sign_lang.query_point_sign_winding_number", ("sign", "face", "u", "v"))),
-    "mesh_query_point_sign_parity": (
-        _Form(_p(f"{_POINT}, n_sample:int=1, perturbation_scale:float=0.1"),
-              "mesh_sign_lang.query_point_sign_parity"),
-        _Form(_p(f"{_POINT}, {_SIGN_OUT}, n_sample:int=1, perturbation_scale:float=0.1"),
-              "mesh_sign_lang.query_point_sign_parity", ("sign", "face", "u", "v"))),
+    "mesh_query_point": _point_forms("mesh_sign_lang.query_point"),
+    "mesh_query_point_no_sign": _point_forms("mesh_sign_lang.query_point_no_sign",
+                                             out=_NO_SIGN_OUT, outs=("face", "u", "v")),
+    "mesh_query_furthest_point_no_sign": _point_forms(
+        "mesh_sign_lang.query_furthest_point_no_sign", search=_FURTHEST,
+        point="id:id, point:vec3, min_dist:float", out=_NO_SIGN_OUT, outs=("face", "u", "v")),
+    "mesh_query_point_sign_normal": _point_forms("mesh_sign_lang.query_point_sign_normal",
+                                                 "epsilon:float=1e-3"),
+    "mesh_query_point_sign_winding_number": _point_forms(
+        "mesh_sign_lang.query_point_sign_winding_number",
+        "accuracy:float=2.0, threshold:float=0.5"),
+    "mesh_query_point_sign_parity": _point_forms(
+        "mesh_sign_lang.query_point_sign_parity", "n_sample:int=1, perturbation_scale:float=0.1"),
     "mesh_query_ray": (
         _Form(_p("id:id, start:vec3, dir:vec3, max_t:float, root:int=-1"),
-              "mesh_lang.closest_hit"),
+              "mesh_lang.hit_on_face", search="mesh_lang.first_hit_face", search_args=5),
         _Form(_p(f"id:id, start:vec3, dir:vec3, max_t:float, {_RAY_OUT}, root:int=-1"),
-              "mesh_lang.closest_hit", ("t", "u", "v", "sign", "normal", "face"))),
+              "mesh_lang.hit_on_face", ("t", "u", "v", "sign", "normal", "face"),
+              search="mesh_lang.first_hit_face", search_args=5)),
     "mesh_query_ray_anyhit": (
         _Form(_p("id:id, start:vec3, dir:vec3, max_t:float, root:int=-1"), "mesh_lang.any_hit"),),
     "mesh_query_ray_count_intersections": (
@@ -259,6 +266,8 @@ def _lower_form(lowerer, node: ast.Call, name: str) -> Val:
             args.append(lowerer.coerce(lowerer.from_python(default, None), want))
         else:
             args.append(_value(lowerer, name, param, kind, arg))
+    if form.search:
+        args.append(lowerer.call_func(_resolve(form.search), args[:form.search_args]))
     result = lowerer.call_func(_resolve(form.func), args)
     if not form.outs:
         return result

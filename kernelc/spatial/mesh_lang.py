@@ -234,14 +234,34 @@ def ray_triangle(start: kc.vec3, d: kc.vec3, a: kc.vec3, b: kc.vec3, c: kc.vec3)
 @kc.func
 def closest_face(mesh: kc.uint64, point: kc.vec3, max_dist: kc.float32):
     """(found, face, u, v): the non-sliver face closest to `point`, strictly closer than
-    `max_dist`; the nearer child of every node is visited first."""
+    `max_dist`."""
+    return closest_on_face(mesh, point, closest_face_index(mesh, point, max_dist))
+
+
+@kc.func
+def closest_on_face(mesh: kc.uint64, point: kc.vec3, face: kc.int32):
+    """(found, face, u, v) for the face a closest-point search found (-1: none).
+
+    The searches return only a face, and the point queries compute (u, v) from it in a
+    separate call: a backward pass then replays the search once, at the caller's level, and
+    differentiates one closest-point computation (a derived gradient of the search itself
+    would replay its traversal loop for every step of it)."""
+    if face < 0:
+        return False, face, 0.0, 0.0
+    a, b, c = face_points(mesh, face)
+    v, w = closest_point_triangle(a, b, c, point)
+    return True, face, 1.0 - v - w, v
+
+
+@kc.func
+def closest_face_index(mesh: kc.uint64, point: kc.vec3, max_dist: kc.float32) -> kc.int32:
+    """The non-sliver face closest to `point`, strictly closer than `max_dist` (-1: none);
+    the nearer child of every node is visited first."""
     bounds = _load_u64(mesh, bvh.DESCRIPTOR_BOUNDS // 8)
     info = _load_u64(mesh, bvh.DESCRIPTOR_INFO // 8)
     prims = _load_u64(mesh, bvh.DESCRIPTOR_PRIMS // 8)
     best = max_dist * max_dist
     face = -1
-    best_v = 0.0
-    best_w = 0.0
     stack = kc.zeros(shape=STACK_SIZE, dtype=kc.int32)
     count = 0
     if _load_i32(mesh, bvh.DESCRIPTOR_NUM_NODES // 4) > 0:
@@ -266,8 +286,6 @@ def closest_face(mesh: kc.uint64, point: kc.vec3, max_dist: kc.float32):
                 if d2 < best:
                     best = d2
                     face = f
-                    best_v = v
-                    best_w = w
         else:
             left = node + 1
             right = bvh.node_int(info, node, 0)
@@ -290,7 +308,7 @@ def closest_face(mesh: kc.uint64, point: kc.vec3, max_dist: kc.float32):
             if d_near < best:
                 stack[count] = near
                 count += 1
-    return face >= 0, face, 1.0 - best_v - best_w, best_v
+    return face
 
 
 # ---- rays ----------------------------------------------------------------------------------
@@ -299,13 +317,39 @@ def closest_face(mesh: kc.uint64, point: kc.vec3, max_dist: kc.float32):
 @kc.func
 def closest_hit(mesh: kc.uint64, start: kc.vec3, d: kc.vec3, max_t: kc.float32,
                 root: kc.int32) -> MeshQueryRay:
-    """The first face the ray `start + t d` meets with 0 <= t < max_t; the nearer child of
+    """The first face the ray `start + t d` meets with 0 <= t < max_t."""
+    return hit_on_face(mesh, start, d, max_t, root, first_hit_face(mesh, start, d, max_t, root))
+
+
+@kc.func
+def hit_on_face(mesh: kc.uint64, start: kc.vec3, d: kc.vec3, max_t: kc.float32,
+                root: kc.int32, face: kc.int32) -> MeshQueryRay:
+    """The hit of the ray on the face `first_hit_face` found (-1: none; `max_t` and `root`
+    were the search's). A separate call for the reason given at `closest_on_face`."""
+    hit = MeshQueryRay()
+    if face >= 0:
+        a, b, c = face_points(mesh, face)
+        found, t, u, v, det = ray_triangle(start, d, a, b, c)
+        hit.result = True
+        hit.face = face
+        hit.t = t
+        hit.u = u
+        hit.v = v
+        hit.sign = det
+        hit.normal = kc.normalize(kc.cross(b - a, c - a))
+    return hit
+
+
+@kc.func
+def first_hit_face(mesh: kc.uint64, start: kc.vec3, d: kc.vec3, max_t: kc.float32,
+                    root: kc.int32) -> kc.int32:
+    """The first face the ray meets with 0 <= t < max_t (-1: none); the nearer child of
     every node is entered first, and postponed nodes that start beyond the best hit so far
     are dropped when popped."""
     bounds = _load_u64(mesh, bvh.DESCRIPTOR_BOUNDS // 8)
     info = _load_u64(mesh, bvh.DESCRIPTOR_INFO // 8)
     prims = _load_u64(mesh, bvh.DESCRIPTOR_PRIMS // 8)
-    hit = MeshQueryRay()
+    face = -1
     best = max_t
     inv = bvh.safe_inverse(d)
     stack = kc.zeros(shape=STACK_SIZE, dtype=kc.int32)
@@ -328,13 +372,7 @@ def closest_hit(mesh: kc.uint64, start: kc.vec3, d: kc.vec3, max_t: kc.float32,
                 found, t, u, v, det = ray_triangle(start, d, a, b, c)
                 if found and t < best and t >= 0.0:
                     best = t
-                    hit.result = True
-                    hit.face = f
-                    hit.t = t
-                    hit.u = u
-                    hit.v = v
-                    hit.sign = det
-                    hit.normal = kc.normalize(kc.cross(b - a, c - a))
+                    face = f
         else:
             left = node + 1
             right = bvh.node_int(info, node, 0)
@@ -368,7 +406,7 @@ def closest_hit(mesh: kc.uint64, start: kc.vec3, d: kc.vec3, max_t: kc.float32,
                 node = stack[count]
                 active = True
                 break
-    return hit
+    return face
 
 
 @kc.func

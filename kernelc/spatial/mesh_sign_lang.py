@@ -251,16 +251,25 @@ def _furthest_box_distance_sq(p: kc.vec3, lo: kc.vec3, hi: kc.vec3) -> kc.float3
 
 
 @kc.func
-def furthest_face(m: kc.uint64, point: kc.vec3, min_dist: kc.float32):
-    """(found, face, u, v): the non-sliver face with the point furthest from `point`,
-    strictly further than `min_dist`; the further child of every node is visited first."""
+def furthest_on_face(m: kc.uint64, point: kc.vec3, face: kc.int32):
+    """(found, face, u, v) for the face `furthest_face_index` found (-1: none); see
+    `mesh_lang.closest_on_face` for why this is a call of its own."""
+    if face < 0:
+        return False, face, 0.0, 0.0
+    a, b, c = mesh.face_points(m, face)
+    v, w = furthest_point_triangle(a, b, c, point)
+    return True, face, 1.0 - v - w, v
+
+
+@kc.func
+def furthest_face_index(m: kc.uint64, point: kc.vec3, min_dist: kc.float32) -> kc.int32:
+    """The non-sliver face with the point furthest from `point`, strictly further than
+    `min_dist` (-1: none); the further child of every node is visited first."""
     bounds = _load_u64(m, bvh.DESCRIPTOR_BOUNDS // 8)
     info = _load_u64(m, bvh.DESCRIPTOR_INFO // 8)
     prims = _load_u64(m, bvh.DESCRIPTOR_PRIMS // 8)
     best = min_dist * min_dist
     face = -1
-    best_v = 0.0
-    best_w = 0.0
     stack = kc.zeros(shape=STACK_SIZE, dtype=kc.int32)
     count = 0
     if _load_i32(m, bvh.DESCRIPTOR_NUM_NODES // 4) > 0:
@@ -285,8 +294,6 @@ def furthest_face(m: kc.uint64, point: kc.vec3, min_dist: kc.float32):
                 if d2 > best:
                     best = d2
                     face = f
-                    best_v = v
-                    best_w = w
         else:
             left = node + 1
             right = bvh.node_int(info, node, 0)
@@ -309,16 +316,20 @@ def furthest_face(m: kc.uint64, point: kc.vec3, min_dist: kc.float32):
             if d_second > best:
                 stack[count] = second
                 count += 1
-    return face >= 0, face, 1.0 - best_v - best_w, best_v
+    return face
 
 
 # ---- point queries -------------------------------------------------------------------------
 
 
+# Each point query takes the face its search found (`mesh_lang.closest_face_index` or
+# `furthest_face_index`, called first by the query's special form) as its last argument.
+
+
 @kc.func
-def _closest(m: kc.uint64, point: kc.vec3, max_dist: kc.float32) -> MeshQueryPoint:
+def _closest(m: kc.uint64, point: kc.vec3, face: kc.int32) -> MeshQueryPoint:
     r = MeshQueryPoint()
-    found, face, u, v = mesh.closest_face(m, point, max_dist)
+    found, face, u, v = mesh.closest_on_face(m, point, face)
     if found:
         r.result = True
         r.face = face
@@ -328,15 +339,16 @@ def _closest(m: kc.uint64, point: kc.vec3, max_dist: kc.float32) -> MeshQueryPoi
 
 
 @kc.func
-def query_point_no_sign(m: kc.uint64, point: kc.vec3, max_dist: kc.float32) -> MeshQueryPoint:
-    return _closest(m, point, max_dist)
+def query_point_no_sign(m: kc.uint64, point: kc.vec3, max_dist: kc.float32,
+                        face: kc.int32) -> MeshQueryPoint:
+    return _closest(m, point, face)
 
 
 @kc.func
-def query_furthest_point_no_sign(m: kc.uint64, point: kc.vec3,
-                                 min_dist: kc.float32) -> MeshQueryPoint:
+def query_furthest_point_no_sign(m: kc.uint64, point: kc.vec3, min_dist: kc.float32,
+                                 face: kc.int32) -> MeshQueryPoint:
     r = MeshQueryPoint()
-    found, face, u, v = furthest_face(m, point, min_dist)
+    found, face, u, v = furthest_on_face(m, point, face)
     if found:
         r.result = True
         r.face = face
@@ -346,8 +358,9 @@ def query_furthest_point_no_sign(m: kc.uint64, point: kc.vec3,
 
 
 @kc.func
-def query_point(m: kc.uint64, point: kc.vec3, max_dist: kc.float32) -> MeshQueryPoint:
-    r = _closest(m, point, max_dist)
+def query_point(m: kc.uint64, point: kc.vec3, max_dist: kc.float32,
+                face: kc.int32) -> MeshQueryPoint:
+    r = _closest(m, point, face)
     if r.result:
         r.sign = inside_three_rays(m, point)
     return r
@@ -355,8 +368,9 @@ def query_point(m: kc.uint64, point: kc.vec3, max_dist: kc.float32) -> MeshQuery
 
 @kc.func
 def query_point_sign_parity(m: kc.uint64, point: kc.vec3, max_dist: kc.float32,
-                            n_sample: kc.int32, perturbation_scale: kc.float32) -> MeshQueryPoint:
-    r = _closest(m, point, max_dist)
+                            n_sample: kc.int32, perturbation_scale: kc.float32,
+                            face: kc.int32) -> MeshQueryPoint:
+    r = _closest(m, point, face)
     if r.result:
         r.sign = inside_parity(m, point, n_sample, perturbation_scale)
     return r
@@ -364,8 +378,8 @@ def query_point_sign_parity(m: kc.uint64, point: kc.vec3, max_dist: kc.float32,
 
 @kc.func
 def query_point_sign_normal(m: kc.uint64, point: kc.vec3, max_dist: kc.float32,
-                            epsilon: kc.float32) -> MeshQueryPoint:
-    r = _closest(m, point, max_dist)
+                            epsilon: kc.float32, face: kc.int32) -> MeshQueryPoint:
+    r = _closest(m, point, face)
     if r.result:
         closest = mesh.eval_position(m, r.face, r.u, r.v)
         r.sign = pseudo_normal_sign(m, point, closest, epsilon)
@@ -374,9 +388,9 @@ def query_point_sign_normal(m: kc.uint64, point: kc.vec3, max_dist: kc.float32,
 
 @kc.func
 def query_point_sign_winding_number(m: kc.uint64, point: kc.vec3, max_dist: kc.float32,
-                                    accuracy: kc.float32,
-                                    threshold: kc.float32) -> MeshQueryPoint:
-    r = _closest(m, point, max_dist)
+                                    accuracy: kc.float32, threshold: kc.float32,
+                                    face: kc.int32) -> MeshQueryPoint:
+    r = _closest(m, point, face)
     if r.result:
         if _load_u64(m, mesh.DESCRIPTOR_WINDING // 8) == kc.uint64(0):
             r.sign = inside_three_rays(m, point)  # built without support: Warp's fallback
