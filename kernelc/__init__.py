@@ -12,8 +12,17 @@ from kernelc.types import (  # noqa: E402
     dtype_from_numpy, dtype_to_numpy,
 )
 from kernelc.constants import *  # noqa: E402,F403  (pi, tau, e, inf, nan, ... as in Warp)
-from kernelc.errors import KernelError, KernelRuntimeError  # noqa: E402
+from kernelc.errors import (  # noqa: E402
+    KernelError, KernelRuntimeError, WarpCodegenAttributeError, WarpCodegenError,
+    WarpCodegenIndexError, WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError,
+    WarpDeterminismError,
+)
 from kernelc.config import ReduceMode, config  # noqa: E402
+from kernelc.logger import (  # noqa: E402
+    LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING, Logger, ScopedLogger, ScopedLogLevel,
+    get_logger, set_logger,
+)
+from kernelc.typevars import Float, Int, Scalar  # noqa: E402  (generic func annotations)
 
 # ---- language ----------------------------------------------------------------------------
 from kernelc.frontend.decorators import Func as Function, Kernel, kernel, func  # noqa: E402
@@ -41,15 +50,21 @@ from kernelc.runtime.device import (  # noqa: E402
 )
 from kernelc.runtime.array_annotations import array1d, array2d, array3d, array4d  # noqa: E402
 from kernelc.runtime.mempool import (  # noqa: E402
-    get_cuda_device, get_mempool_release_threshold, get_mempool_used_mem_current,
-    get_mempool_used_mem_high, is_device_available, is_mempool_enabled, is_mempool_supported,
-    is_peer_access_supported, set_mempool_enabled, set_mempool_release_threshold,
+    DeviceLike, ScopedMempool, ScopedMempoolAccess, ScopedPeerAccess, get_cuda_device,
+    get_mempool_release_threshold, get_mempool_used_mem_current, get_mempool_used_mem_high,
+    is_device_available, is_mempool_access_enabled, is_mempool_access_supported,
+    is_mempool_enabled, is_mempool_supported, is_peer_access_enabled, is_peer_access_supported,
+    set_mempool_access_enabled, set_mempool_enabled, set_mempool_release_threshold,
+    set_peer_access_enabled,
 )
 from kernelc.runtime.array import (  # noqa: E402
     array, clone, empty, empty_like, from_dlpack,
     from_numpy, full, full_like, ones, ones_like, to_dlpack, zeros, zeros_like,
 )
 from kernelc.runtime.memory import copy  # noqa: E402
+from kernelc.runtime.indexedarray import (  # noqa: E402
+    indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d,
+)
 from kernelc.runtime.allocators import (  # noqa: E402
     Allocator, ScopedAllocator, get_device_allocator, set_cuda_allocator, set_device_allocator,
 )
@@ -71,8 +86,10 @@ from kernelc.runtime.streams import (  # noqa: E402
     ScopedStream, Stream, get_stream, set_stream, synchronize_stream, wait_stream,
 )
 from kernelc.runtime.graph import (  # noqa: E402
-    ScopedCapture, capture_begin, capture_end, capture_launch, is_conditional_graph_supported,
+    CaptureMode, ScopedCapture, capture_begin, capture_end, capture_launch,
+    is_conditional_graph_supported,
 )
+from kernelc.runtime.graph_conditional import capture_if, capture_while  # noqa: E402
 from kernelc.spatial.hash_grid import HashGrid  # noqa: E402
 
 # ---- timing and profiling ----------------------------------------------------------------
@@ -118,6 +135,8 @@ _LAZY_MODULES = (
     "kernelc.spatial.volume",  # Volume
     "kernelc.frontend.volume_forms",  # volume_sample, volume_lookup, ...
     "kernelc.geometry._export",  # MarchingCubes (Warp's older name)
+    "kernelc.runtime.diagnostics",  # print_diagnostics, get_cuda_driver_version, ...
+    "kernelc.timing.cuda_profiler",  # cuda_profiler_start/stop, ScopedCudaProfiler
 )
 
 # Subpackages reachable as attributes without their own import, like Warp's.

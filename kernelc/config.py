@@ -6,6 +6,8 @@ import enum
 import os
 from pathlib import Path
 
+from kernelc.logger import LOG_DEBUG, LOG_INFO, LOG_WARNING, parse_log_level
+
 
 class ReduceMode(enum.Enum):
     """How atomic updates (`kc.atomic_add`, `a[i] += x`) of contended elements are done
@@ -49,8 +51,13 @@ class Config:
     Attributes:
         mode (str): `"release"` or `"debug"` (bounds checks and `assert` compiled in).
             Default from `KERNELC_MODE`.
-        log_level (str): `"warning"` or `"debug"` (messages about each compile);
-            `verbose = True` is a shorthand for `"debug"`.
+        log_level (int): Warp's threshold: messages below it are not emitted (see
+            `kc.set_logger`). `kc.LOG_DEBUG` (compile details), `LOG_INFO` (a line per
+            kernel load), `LOG_WARNING` (warnings; kernelc's default, from
+            `KERNELC_LOG_LEVEL` if set) or `LOG_ERROR`. The names `"debug"`, `"info"`,
+            `"warning"` and `"error"` are accepted too; reading gives the int.
+        verbose (bool): Whether `log_level` is `LOG_DEBUG` or lower; setting it True sets
+            `LOG_DEBUG`, False goes back to `LOG_WARNING`.
         kernel_cache_dir (str): Where compiled kernels are cached on disk (default
             `KERNELC_CACHE_DIR`, else `$XDG_CACHE_HOME/kernelc/<version>`).
         cache_kernels (bool): Use the disk cache (`KERNELC_NO_CACHE=1` turns it off).
@@ -64,8 +71,9 @@ class Config:
         num_threads (int): CPU worker threads for large launches (default
             `KERNELC_NUM_THREADS`, else the number of cores).
         dump_ir (bool): Print the IR after each pass (`KERNELC_DUMP_IR=1`).
-        quiet (bool): Accepted for compatibility with Warp's `config.quiet` (kernelc
-            prints no start-up banner).
+        quiet (bool): Warp's setting before `log_level` replaced it: True (the default)
+            while `log_level` is above `LOG_INFO`. Setting it False lowers `log_level` to
+            `LOG_INFO`; True raises `LOG_INFO` to `LOG_WARNING` (a debug level stays).
         reduce_mode (ReduceMode): How kernels without their own `reduce_mode` option carry
             out contended atomics (default `ReduceMode.Direct`).
         enable_backward (bool): Whether kernels have backward kernels (`kc.Tape`), unless
@@ -89,7 +97,8 @@ class Config:
 
     def __init__(self) -> None:
         self.mode: str = os.environ.get("KERNELC_MODE", "release")  # "release" | "debug"
-        self.log_level: str = "warning"
+        self._log_level: int = parse_log_level(os.environ.get("KERNELC_LOG_LEVEL") or
+                                               LOG_WARNING)
         self.kernel_cache_dir: str = _default_cache_dir()
         self.cache_kernels: bool = os.environ.get("KERNELC_NO_CACHE", "") == ""
         self.lineinfo: bool = False
@@ -100,7 +109,6 @@ class Config:
             os.cpu_count() or 1
         )
         self.dump_ir: bool = os.environ.get("KERNELC_DUMP_IR", "") not in ("", "0")
-        self.quiet: bool = True
         self.reduce_mode: ReduceMode = ReduceMode.Direct
         self.enable_backward: bool = True
         self.verify_autograd_array_access: bool = False
@@ -144,13 +152,41 @@ class Config:
         self._track_memory = bool(value)
 
     @property
+    def log_level(self) -> int:
+        """The logging threshold (`kc.LOG_DEBUG` ... `kc.LOG_ERROR`)."""
+        return self._log_level
+
+    @log_level.setter
+    def log_level(self, value: int | str) -> None:
+        self._log_level = parse_log_level(value)
+
+    @property
     def verbose(self) -> bool:
-        """Whether `log_level` is `"debug"`; setting it switches between debug and warning."""
-        return self.log_level == "debug"
+        """Whether `log_level` lets debug messages through; setting it True sets
+        `LOG_DEBUG`, False goes back to `LOG_WARNING` (if it was at debug or below)."""
+        return self._log_level <= LOG_DEBUG
 
     @verbose.setter
     def verbose(self, value: bool) -> None:
-        self.log_level = "debug" if value else "warning"
+        if value:
+            self._log_level = LOG_DEBUG
+        elif self._log_level <= LOG_DEBUG:
+            self._log_level = LOG_WARNING
+
+    @property
+    def quiet(self) -> bool:
+        """Warp's older switch: True while `log_level` is above `LOG_INFO` (no load lines)."""
+        return self._log_level > LOG_INFO
+
+    @quiet.setter
+    def quiet(self, value: bool) -> None:
+        # Warp replaced `quiet = True` with `log_level = LOG_WARNING`; map it the same way.
+        # A debug level is left alone: old Warp scripts set `quiet` and `verbose` together,
+        # and verbose output was what they asked for.
+        if value and LOG_DEBUG < self._log_level <= LOG_INFO:
+            self._log_level = LOG_WARNING
+        elif not value and self._log_level > LOG_INFO:
+            self._log_level = LOG_INFO
 
 
 config = Config()

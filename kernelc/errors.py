@@ -1,7 +1,25 @@
-"""KernelError and the caret renderer.
+"""KernelError and the caret renderer, and Warp's code-generation error classes.
 
 Every user-facing compile or launch error is a KernelError: it names the kernel, gives
 `file:line:col`, the offending source line and a caret under the span.
+
+Warp programs catch Warp's names, so they are part of the same hierarchy:
+
+```
+RuntimeError
+ └─ WarpCodegenError                       Warp's base of code-generation errors
+     └─ KernelError (also a TypeError)     every kernelc compile and launch error
+         ├─ WarpCodegenTypeError
+         ├─ WarpCodegenAttributeError      (also an AttributeError)
+         ├─ WarpCodegenIndexError          (also an IndexError)
+         ├─ WarpCodegenKeyError            (also a KeyError)
+         └─ WarpCodegenValueError          (also a ValueError)
+```
+
+So `except wp.WarpCodegenError` (or `except RuntimeError`, or `except TypeError`) catches
+every kernelc compile error, and each specific class is also the built-in exception Warp's
+class of that name derives from. (In Warp the specific classes do not derive from
+`WarpCodegenError`; here they do, so one `except` catches them all.)
 """
 
 from __future__ import annotations
@@ -37,8 +55,23 @@ def render_caret(loc: Loc) -> str:
     return f"    {text}\n    {caret}"
 
 
-class KernelError(TypeError):
-    """A mistake in a kernel or in a launch, reported at its place in the Python source."""
+class WarpCodegenError(RuntimeError):
+    """Warp's base class of code-generation errors (a RuntimeError, as in Warp).
+
+    Every `KernelError` is one, so `except wp.WarpCodegenError:` in a Warp program catches
+    kernelc's compile errors.
+    """
+
+
+class KernelError(TypeError, WarpCodegenError):
+    """A mistake in a kernel or in a launch, reported at its place in the Python source.
+
+    A TypeError (as many of Warp's errors for these mistakes are) and a `WarpCodegenError`.
+    """
+
+    # One of the specific subclasses also derives from KeyError, whose str() quotes the
+    # message; every KernelError prints its message as it is.
+    __str__ = Exception.__str__
 
     def __init__(self, message: str, loc: Loc | None = None, kernel: str | None = None):
         self.message = message
@@ -56,7 +89,35 @@ class KernelError(TypeError):
 
     def with_context(self, loc: Loc | None, kernel: str | None) -> KernelError:
         """The same error, filling in a location and kernel name where they are missing."""
-        return KernelError(self.message, self.loc or loc, self.kernel or kernel)
+        return type(self)(self.message, self.loc or loc, self.kernel or kernel)
+
+
+class WarpCodegenTypeError(KernelError):
+    """A type mistake in kernel code (Warp's name; a KernelError, hence a TypeError)."""
+
+
+class WarpCodegenAttributeError(KernelError, AttributeError):
+    """An unknown attribute in kernel code (Warp's name; also an AttributeError)."""
+
+
+class WarpCodegenIndexError(KernelError, IndexError):
+    """A bad index in kernel code (Warp's name; also an IndexError)."""
+
+
+class WarpCodegenKeyError(KernelError, KeyError):
+    """An unknown name in kernel code (Warp's name; also a KeyError)."""
+
+
+class WarpCodegenValueError(KernelError, ValueError):
+    """A bad value in kernel code (Warp's name; also a ValueError)."""
+
+
+class WarpDeterminismError(RuntimeError):
+    """Warp's error for a determinism guarantee it cannot give (`config.deterministic`).
+
+    kernelc has no deterministic mode and never raises it; the class exists so that Warp
+    programs naming it in `except` clauses run unchanged.
+    """
 
 
 class KernelRuntimeError(RuntimeError):

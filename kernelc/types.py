@@ -210,6 +210,45 @@ class ArrayType(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class IndexedArrayType(Type):
+    """An array seen through per-dimension index arrays (Warp's `indexedarray`).
+
+    In memory (and in the IR) it is a record of `fields`: the data array; per dimension k
+    a 1-d int32 array `indices{k}` whose shape is the size of dimension k (its pointer is
+    null where dimension k is not indexed); and `indexed`, a bit mask of the indexed
+    dimensions. The front end lowers every access to loads of these parts (see
+    `kernelc/builtins/indexed_array.py`), so backends only lay the record out.
+    """
+
+    dtype: Type | None
+    ndim: int
+
+    @property
+    def fields(self) -> tuple[tuple[str, Type], ...]:
+        index = ArrayType(int32, 1)
+        return (("data", ArrayType(self.dtype, self.ndim)),  # type: ignore[arg-type]
+                *((f"indices{k}", index) for k in range(self.ndim)), ("indexed", int32))
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        data = 8 + 16 * self.ndim
+        return (0, *(data + 24 * k for k in range(self.ndim)), data + 24 * self.ndim)
+
+    @property
+    def size(self) -> int:
+        return 16 + 40 * self.ndim  # the mask's 4 bytes padded to the 8-byte alignment
+
+    def __repr__(self) -> str:
+        return f"indexedarray(dtype={self.dtype!r}, ndim={self.ndim})"
+
+
+def is_generic(t: Type | None) -> bool:
+    """Whether a parameter type still needs specialising: `typing.Any` (None), or an array
+    or indexed array of any dtype."""
+    return t is None or (isinstance(t, (ArrayType, IndexedArrayType)) and t.dtype is None)
+
+
+@dataclass(frozen=True, slots=True)
 class LocalArrayType(Type):
     """A fixed-size array living in a thread's registers/stack (`kc.zeros` in a kernel)."""
 
@@ -339,6 +378,11 @@ def is_scalar(t: Type) -> bool:
 
 def is_numeric(t: Type) -> bool:
     return isinstance(t, ScalarType) and not t.is_bool
+
+
+def type_size_in_bytes(dtype: _Any) -> int:
+    """Size in bytes of one value of `dtype` (Warp's `warp.types.type_size_in_bytes`)."""
+    return as_type(dtype).size
 
 
 def __getattr__(name: str) -> _Any:

@@ -368,3 +368,89 @@ def program_host_products():
         "eq": bool(v == wp.vec2(1.0, -1.0)),
         "ne": bool(v != wp.vec2(1.0, 2.0)),
     }
+
+
+# ---- 20. CPU graphs: deferred copies and memsets, capture_if and capture_while ------------------
+
+
+@wp.kernel(enable_backward=False)
+def scale_by(a: wp.array(dtype=float), s: float):
+    i = wp.tid()
+    a[i] = a[i] * s
+
+
+@wp.kernel(enable_backward=False)
+def count_down(c: wp.array(dtype=wp.int32)):
+    c[0] = c[0] - 1
+
+
+@program
+def program_cpu_graph_copies_and_memsets():
+    """A CPU capture records copies, fills and the copy that initialises a new array; none of
+    them happens until the graph is launched."""
+    rng = np.random.default_rng(22)
+    data = nonzero(rng, 16)
+    a = wp.array(data, dtype=float, device=DEVICE)
+    b = wp.array(nonzero(rng, 16), dtype=float, device=DEVICE)
+    h = poisoned(16)
+    doubled = data * 2.0  # (Warp reads it when the graph runs: it must still be alive then)
+    with wp.ScopedCapture(device=DEVICE) as capture:
+        wp.launch(add_one, 16, inputs=[a], device=DEVICE)
+        a.zero_()
+        wp.copy(a, b, dest_offset=2, src_offset=1, count=9)
+        wp.launch(scale_by, 16, inputs=[a, 3.0], device=DEVICE)
+        made = wp.array(doubled, dtype=float, device=DEVICE)
+        wp.copy(h, made)
+        b.fill_(-2.5)
+    res = {"a_recorded": a.numpy().copy(), "b_recorded": b.numpy().copy()}
+    wp.capture_launch(capture.graph)
+    res.update(a=a.numpy().copy(), b=b.numpy().copy(), h=h.numpy().copy(), made=made.numpy())
+    wp.capture_launch(capture.graph)  # b now holds -2.5 everywhere
+    res["a_again"] = a.numpy()
+    return res
+
+
+@program
+def program_capture_if_and_while():
+    """Branches and loops on a device value: run at once outside a capture, decided at each
+    replay inside a CPU capture."""
+    rng = np.random.default_rng(23)
+    res = {}
+    x = wp.array(nonzero(rng, 8), dtype=float, device=DEVICE)
+    flag = wp.array([1], dtype=wp.int32, device=DEVICE)
+
+    def double(factor=2.0):
+        wp.launch(scale_by, 8, inputs=[x, factor], device=DEVICE)
+
+    def negate():
+        wp.launch(scale_by, 8, inputs=[x, -1.0], device=DEVICE)
+
+    wp.capture_if(flag, on_true=double, on_false=negate, factor=4.0)
+    flag.zero_()
+    wp.capture_if(flag, on_true=double, on_false=negate)
+    res["eager_if"] = x.numpy().copy()
+
+    counter = wp.array([3], dtype=wp.int32, device=DEVICE)
+
+    def body():
+        wp.launch(add_one, 8, inputs=[x], device=DEVICE)
+        wp.launch(count_down, 1, inputs=[counter], device=DEVICE)
+
+    wp.capture_while(counter, body)
+    res["eager_while"] = x.numpy().copy()
+    res["eager_counter"] = counter.numpy().copy()
+
+    with wp.ScopedCapture(device=DEVICE) as capture:
+        wp.capture_if(flag, on_true=double, on_false=negate)
+        wp.capture_while(counter, body)
+    res["recorded"] = x.numpy().copy()
+    flag.fill_(1)
+    counter.fill_(2)
+    wp.capture_launch(capture.graph)
+    res["replay_true"] = x.numpy().copy()
+    res["replay_counter"] = counter.numpy().copy()
+    flag.fill_(0)
+    counter.fill_(1)
+    wp.capture_launch(capture.graph)
+    res["replay_false"] = x.numpy().copy()
+    return res

@@ -121,3 +121,73 @@ def test_cpu_streams():
     kc.set_stream(stream)
     assert kc.get_stream("cpu") is stream
     kc.set_stream(default)
+
+
+@kc.kernel
+def decrement(c: kc.array(dtype=kc.int32)):
+    c[0] = c[0] - 1
+
+
+def test_replayed_copies_and_memsets_are_timed_activities(rng):
+    x, y = (kc.array(a, device="cpu") for a in _inputs(rng))
+    with kc.ScopedCapture(device="cpu") as capture:
+        y.zero_()
+        kc.copy(y, x)
+        _step(x, y)
+    kc.timing_begin(kc.TIMING_ALL)
+    kc.capture_launch(capture.graph)
+    names = [r.name for r in kc.timing_end()]
+    assert names == ["graph launch", "memset", "memcpy HtoH", "forward kernel axpy",
+                     "forward kernel scale"]
+    np.testing.assert_allclose(y.numpy(), (2.0 * x.numpy() + x.numpy()) * 0.5, rtol=1e-6)
+
+
+def test_conditional_bodies_can_be_graphs_and_nest(rng):
+    x0 = rng.uniform(1.0, 2.0, 64).astype(np.float32)
+    x = kc.array(x0, device="cpu")
+    outer = kc.array([2], dtype=kc.int32, device="cpu")
+    flag = kc.array([1], dtype=kc.int32, device="cpu")
+    with kc.ScopedCapture(device="cpu") as halve:
+        kc.launch(scale, 64, inputs=[x, 0.5], device="cpu")
+    start, end = kc.Event("cpu", enable_timing=True), kc.Event("cpu", enable_timing=True)
+
+    def body():
+        start.record()
+        kc.capture_if(flag, on_true=halve.graph,
+                      on_false=lambda: kc.launch(scale, 64, inputs=[x, 3.0], device="cpu"))
+        kc.launch(decrement, 1, inputs=[outer], device="cpu")
+        end.record()
+
+    with kc.ScopedCapture(device="cpu") as capture:
+        kc.capture_while(outer, body)
+    np.testing.assert_array_equal(x.numpy(), x0)  # recorded only
+    kc.capture_launch(capture.graph)  # two halvings
+    np.testing.assert_allclose(x.numpy(), x0 * 0.25, rtol=1e-6)
+    assert outer.numpy()[0] == 0 and kc.get_event_elapsed_time(start, end) >= 0.0
+    outer.fill_(3)
+    flag.zero_()
+    kc.capture_launch(capture.graph)  # three triplings
+    np.testing.assert_allclose(x.numpy(), x0 * 0.25 * 27.0, rtol=1e-6)
+
+
+def test_conditional_errors():
+    with pytest.raises(TypeError, match="kc.array"):
+        kc.capture_if(np.ones(1, np.int32), on_true=lambda: None)
+    with pytest.raises(TypeError, match="integer array"):
+        kc.capture_if(kc.ones(1, dtype=float, device="cpu"), on_true=lambda: None)
+    with pytest.raises(TypeError, match="integer array"):
+        kc.capture_while(kc.zeros(0, dtype=kc.int32, device="cpu"), lambda: None)
+    with pytest.raises(TypeError, match="callables or captured graphs"):
+        kc.capture_if(kc.ones(1, dtype=kc.int32, device="cpu"), on_true=3)
+    with pytest.raises(TypeError, match="needs a body"):
+        kc.capture_while(kc.ones(1, dtype=kc.int32, device="cpu"), None)
+
+
+def test_capture_mode_and_warp_arguments():
+    assert [int(m) for m in kc.CaptureMode] == [0, 1, 2]
+    with kc.ScopedCapture(device="cpu", apic=True, external=False,
+                          capture_mode=kc.CaptureMode.GLOBAL) as capture:
+        pass
+    assert capture.graph.ops == []
+    kc.capture_begin("cpu", force_module_load=False, capture_mode=kc.CaptureMode.RELAXED)
+    assert kc.capture_end("cpu").ops == []

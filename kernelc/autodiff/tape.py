@@ -9,7 +9,6 @@ adjoints `get_adjoint` finds (the arrays' `.grad`), each function by calling it.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from kernelc.config import config
 from kernelc.frontend.decorators import kernel as _kernel
 from kernelc.frontend.special import tid as _tid
 from kernelc.frontend.struct import default_value
+from kernelc.logger import log_warning
 from kernelc.runtime.array import array
 from kernelc.runtime.context import get_runtime
 
@@ -107,10 +107,10 @@ class Tape:
             kernel, dim, max_blocks, inputs, outputs, device, block_dim = entry[:7]
             disabled = backward_disabled_by(kernel)
             if disabled:
-                warnings.warn(f"Running the tape backwards may produce incorrect gradients "
-                              f"because recorded kernel {kernel.key} has no backward kernel "
-                              f"({disabled} sets enable_backward=False); it is skipped.",
-                              UserWarning, stacklevel=2)
+                log_warning(f"Running the tape backwards may produce incorrect gradients "
+                            f"because recorded kernel {kernel.key} has no backward kernel "
+                            f"({disabled} sets enable_backward=False); it is skipped.",
+                            UserWarning, stacklevel=2)
                 continue
             launch(kernel, dim, inputs, outputs,
                    adj_inputs=[self.get_adjoint(a) for a in inputs],
@@ -347,9 +347,9 @@ def adj_copy(adj_dest: array, adj_src: array, dest_offset: int, src_offset: int,
             if not dest_retain_grad:
                 dest_part.zero_()
             return
-    warnings.warn("a copy recorded on the tape has a layout whose gradients cannot be "
-                  "tracked exactly: the backward pass overwrites the source's gradient "
-                  "instead of adding to it", UserWarning, stacklevel=3)
+    log_warning("a copy recorded on the tape has a layout whose gradients cannot be "
+                "tracked exactly: the backward pass overwrites the source's gradient "
+                "instead of adding to it", UserWarning, stacklevel=3)
     copy(adj_src, adj_dest, dest_offset=src_offset, src_offset=dest_offset, count=count)
 
 

@@ -3,12 +3,14 @@
 The IR op is `ATOMIC` with args `(array, *indices, *operands)`: one operand (the value)
 for every kind but "cas", which has two (compare, value); the array's ndim tells where
 the indices end. On arrays of vectors and matrices each component is updated atomically
-on its own, as in Warp.
+on its own, as in Warp. On an indexed array the element is looked up through its index
+arrays first (`indexed_array.py`), so the op itself always updates a plain array.
 """
 
 from __future__ import annotations
 
 from kernelc import types as T
+from kernelc.builtins import indexed_array
 from kernelc.builtins.registry import Overload, register
 from kernelc.ir.nodes import OpCode
 
@@ -39,7 +41,7 @@ def _atomic_rule(kind: str, ndim: int):
 
     def rule(types, weak):
         arr = types[0]
-        if not isinstance(arr, T.ArrayType):
+        if not isinstance(arr, (T.ArrayType, T.IndexedArrayType)):
             raise TypeError(f"the first argument must be an array, got {arr!r}")
         if arr.ndim != ndim:
             raise TypeError(f"{arr.ndim}-d array indexed with {ndim} indices")
@@ -57,6 +59,9 @@ def _atomic_rule(kind: str, ndim: int):
 
 def _make(kind: str):
     def expand(em, arr, *rest):
+        if isinstance(arr.type, T.IndexedArrayType):  # the element through the index arrays
+            arr, indices = indexed_array.element(em, arr, rest[:arr.type.ndim])
+            rest = (*indices, *rest[len(indices):])
         return em.op(OpCode.ATOMIC, (arr, *rest), arr.type.dtype, attr=kind)
 
     return expand

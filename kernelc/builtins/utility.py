@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelc import types as T
+from kernelc.builtins import indexed_array
 from kernelc.builtins.aggregate import (
     binop,
     build,
@@ -357,7 +358,7 @@ def _register_form(name: str, doc: str, *overloads: Overload) -> None:
 
 def _len_rule(types, weak):
     (a,) = types
-    require(isinstance(a, (T.VectorType, T.MatrixType, T.ArrayType)),
+    require(isinstance(a, (T.VectorType, T.MatrixType, T.ArrayType, T.IndexedArrayType)),
             f"expected a vector, matrix, quaternion, transform or array, got {a!r}")
     return (a,), T.int32
 
@@ -365,6 +366,8 @@ def _len_rule(types, weak):
 def _len(em, a: Value) -> Value:
     if isinstance(a.type, T.ArrayType):
         return em.op(OpCode.ARRAY_SHAPE, (a,), T.int32, 0)
+    if isinstance(a.type, T.IndexedArrayType):
+        return indexed_array.dim_size(em, a, 0)
     n = a.type.shape[0] if isinstance(a.type, T.MatrixType) else a.type.length
     return em.const(n, T.int32)
 

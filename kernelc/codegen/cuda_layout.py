@@ -44,7 +44,8 @@ class ParamField:
 
     Attributes:
         name: "launch" for the launch struct, else the kernel parameter's Python name.
-        kind: "launch", "array", "scalar" or "aggregate" (vector, matrix, struct).
+        kind: "launch", "array", "scalar" or "aggregate" (vector, matrix, struct, indexed
+            array).
         type: the kernelc type (None for the launch struct).
         c_type: the C type of the parameter in the generated source.
         size: size in bytes.
@@ -135,7 +136,7 @@ def build_layout(params: Sequence[tuple[str, T.Type, str]]) -> ParamLayout:
             kind, size, align = "array", t.size, 8
         elif isinstance(t, T.ScalarType):
             kind, size, align = "scalar", t.size, t.size
-        elif isinstance(t, (T.VectorType, T.MatrixType, T.StructType)):
+        elif isinstance(t, (T.VectorType, T.MatrixType, T.StructType, T.IndexedArrayType)):
             kind, size, align = "aggregate", t.size, T.alignment(t)
         else:
             raise TypeError(f"kernel parameter '{name}' of type {t!r}")

@@ -7,6 +7,7 @@ defined once per distinct type a module uses, so values copy by assignment and p
     struct kc_vec3_float32 { float v[3]; };          vectors (quaternions, transforms too)
     struct kc_mat3x3_float32 { float v[9]; };        matrices, row-major: v[r * cols + c]
     struct kc_struct_Body_1a2b3c4d { ... };          @kc.struct classes, fields in order
+    struct kc_indexed_2d_1a2b3c4d { ... };           indexed arrays: their record's fields
 
 Components and fields are held in memory form, so one struct serves both as a value and as
 an array element, and its layout equals `kernelc.types.StructType`'s (checked with
@@ -30,7 +31,9 @@ VALUE_C = {
 # C type of a scalar in memory: one byte per bool, the 16 bits of a half.
 STORAGE_C = {**VALUE_C, "bool": "kc_uint8", "float16": "kc_uint16"}
 
-AGGREGATES = (T.VectorType, T.MatrixType, T.StructType)
+AGGREGATES = (T.VectorType, T.MatrixType, T.StructType, T.IndexedArrayType)
+# Types laid out as C structs of named fields (`m_<name>` members).
+_RECORDS = (T.StructType, T.IndexedArrayType)
 
 
 class UnsupportedError(Exception):
@@ -46,6 +49,8 @@ def _signature(t: T.Type) -> str:
     if isinstance(t, T.StructType):
         fields = ",".join(f"{n}:{_signature(f)}" for n, f in t.fields)
         return f"{t.name}{{{fields}}}"
+    if isinstance(t, T.IndexedArrayType):
+        return f"indexedarray({_signature(t.dtype)},{t.ndim})"
     return repr(t) if not isinstance(t, T.ArrayType) else f"array({_signature(t.dtype)},{t.ndim})"
 
 
@@ -62,8 +67,14 @@ def _struct_name(t: T.StructType) -> str:
     return f"kc_struct_{_clean(t.name)}_{digest}"
 
 
+def _indexed_name(t: T.IndexedArrayType) -> str:
+    digest = hashlib.sha1(_signature(t).encode()).hexdigest()[:8]
+    return f"kc_indexed_{t.ndim}d_{digest}"
+
+
 _AGGREGATE_NAMES: dict[type, Callable[[T.Type], str]] = {
     T.VectorType: _vector_name, T.MatrixType: _matrix_name, T.StructType: _struct_name,
+    T.IndexedArrayType: _indexed_name,
 }
 
 
@@ -99,7 +110,7 @@ def array_type(t: T.ArrayType) -> str:
 
 def member(t: T.Type, index: int) -> str:
     """The C member access (`.v[3]`, `.m_mass`) of element `index` of aggregate `t`."""
-    if isinstance(t, T.StructType):
+    if isinstance(t, _RECORDS):
         return f".m_{t.fields[index][0]}"
     if isinstance(t, T.TupleType):
         return f".f{index}"
@@ -108,7 +119,7 @@ def member(t: T.Type, index: int) -> str:
 
 def element_type(t: T.Type, index: int) -> T.Type:
     """The type of element `index` of a struct, tuple, vector or matrix."""
-    if isinstance(t, T.StructType):
+    if isinstance(t, _RECORDS):
         return t.fields[index][1]
     if isinstance(t, T.TupleType):
         return t.elements[index]
@@ -120,7 +131,7 @@ def element_type(t: T.Type, index: int) -> T.Type:
 
 def _children(t: T.Type) -> Iterable[T.Type]:
     """The types `t`'s C definition refers to."""
-    if isinstance(t, T.StructType):
+    if isinstance(t, _RECORDS):
         return (f for _, f in t.fields)
     if isinstance(t, (T.ArrayType, T.LocalArrayType)):
         return (t.dtype,)
@@ -141,10 +152,11 @@ def _module_types(module: ir.Module) -> Iterable[T.Type]:
 
 def _definition(t: T.Type) -> str:
     name = aggregate_name(t)
-    if isinstance(t, T.StructType):
+    if isinstance(t, _RECORDS):
         body = " ".join(f"{storage_type(f)} m_{n};" for n, f in t.fields) or "char padding;"
+        label = getattr(t, "name", "indexedarray")
         offsets = "".join(
-            f'\nstatic_assert(__builtin_offsetof({name}, m_{n}) == {off}, "{t.name}.{n}");'
+            f'\nstatic_assert(__builtin_offsetof({name}, m_{n}) == {off}, "{label}.{n}");'
             for (n, _), off in zip(t.fields, t.offsets)
         )
     else:

@@ -18,7 +18,7 @@ from kernelc.ir.nodes import OpCode
 
 
 def _element_type(agg: T.Type, index: int) -> T.Type:
-    if isinstance(agg, T.StructType):
+    if isinstance(agg, (T.StructType, T.IndexedArrayType)):
         return agg.fields[index][1]
     if isinstance(agg, T.TupleType):
         return agg.elements[index]

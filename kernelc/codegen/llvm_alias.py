@@ -9,8 +9,10 @@ The variant of a kernel compiled for launches whose array arguments share no mem
 (`LlvmOptions.disjoint_arrays`: the launcher checks the arrays' byte ranges and compiles
 the variant without when they overlap) gives every load and store of an array argument
 scoped alias metadata: `!alias.scope` names its argument, `!noalias` all the others.
-Accesses whose array cannot be traced to one argument (an array field of a struct, a local
-that holds different arrays, raw addresses, atomics) carry none, which LLVM treats as
+An indexed array argument's data and index arrays count as that argument (the launcher
+checks their ranges too). Accesses whose array cannot be traced to one
+argument (an array field of a struct, a local that holds different arrays, raw addresses,
+atomics) carry none, which LLVM treats as
 possibly aliasing anything, so the only promises made are between argument arrays. Funcs
 are inlined, so a func that takes arrays gets a copy per combination of arguments its
 array parameters are bound to.
@@ -55,6 +57,9 @@ def value_origins(fn: ir.Function, origins: Origins) -> dict[int, int]:
                 derived.append((s.result, ("slot", s.attr.id)))
             elif s.opcode == OpCode.SELECT:
                 derived.append((s.result, ("values", s.args[1], s.args[2])))
+            elif s.opcode == OpCode.EXTRACT and isinstance(s.args[0].type, T.IndexedArrayType):
+                # An indexed argument's data and index arrays are that argument.
+                derived.append((s.result, ("values", s.args[0], s.args[0])))
     slots: dict[int, int] = {}
     changed = True
     while changed:  # a fixed point: stores may come after the loads in a loop
@@ -108,7 +113,7 @@ def plan_aliasing(module: ir.Module) -> AliasPlan | None:
 
 
 def kernel_origins(kernel: ir.Function) -> Origins:
-    return tuple(i if isinstance(p.type, T.ArrayType) else None
+    return tuple(i if isinstance(p.type, (T.ArrayType, T.IndexedArrayType)) else None
                  for i, p in enumerate(kernel.params))
 
 

@@ -23,7 +23,7 @@ def emit_loops(e: Emitter, start: ll.Value, end: ll.Value) -> None:
     if ndim >= 2:
         emit_rows(e, start, end, ndim)
     else:
-        emit_threads(e, e.b.trunc(start, I32), e.b.trunc(end, I32), None)
+        emit_threads(e, _non_negative(e.b, e.b.trunc(start, I32)), e.b.trunc(end, I32), None)
 
 
 def threads_innermost(module: ir.Module) -> bool:
@@ -38,6 +38,12 @@ def launch_ndim(fn: ir.Function) -> int:
     found = {s.attr[1] for s in ir.walk(fn.body)
              if isinstance(s, ir.Op) and s.opcode == OpCode.TID}
     return found.pop() if len(found) == 1 else 0
+
+
+def _non_negative(b: ll.IRBuilder, first: ll.Value) -> ll.Value:
+    """`first` (never negative) as LLVM can see it is not: then so is every thread index,
+    and tests such as `i < 0` (an indexed array's index counted from the end) fold away."""
+    return b.select(b.icmp_signed("<", first, I32(0)), I32(0), first)  # smax(first, 0)
 
 
 def emit_threads(e: Emitter, first: ll.Value, stop: ll.Value, parts: list | None) -> None:
@@ -86,7 +92,7 @@ def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int) -> None:
                                  source_etype=e.state.args_type), typ=I64), I32)
             for k in range(ndim)]
     width = dims[-1]
-    start32, end32 = b.trunc(start, I32), b.trunc(end, I32)
+    start32, end32 = _non_negative(b, b.trunc(start, I32)), b.trunc(end, I32)
     before = b.block
     cond_bb = f.append_basic_block("row.cond")
     body_bb = f.append_basic_block("row.body")

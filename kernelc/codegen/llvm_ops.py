@@ -34,6 +34,8 @@ def llvm_type(t: T.Type, memory: bool = False) -> ll.Type:
     if isinstance(t, (T.VectorType, T.MatrixType)):
         # Always the packed C layout (vec3 = 3 floats): registers and memory agree.
         return ll.ArrayType(llvm_type(t.dtype, memory=True), t.count)
+    if isinstance(t, T.IndexedArrayType):  # a record of arrays and a mask, laid out as in C
+        return ll.LiteralStructType([llvm_type(f, memory=True) for _, f in t.fields])
     if isinstance(t, T.StructType):
         if not t.fields:  # one padding byte, as in C++ (kernelc.types.StructType.size)
             return ll.LiteralStructType([ll.IntType(8)])

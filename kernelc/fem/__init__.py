@@ -27,6 +27,7 @@ from kernelc.fem.field import (
     make_test,
     make_trial,
 )
+from kernelc.fem.field_implicit import ImplicitField, UniformField
 from kernelc.fem.geometry import Geometry
 from kernelc.fem.grid2d import Grid2D
 from kernelc.fem.grid3d import Grid3D
@@ -34,16 +35,21 @@ from kernelc.fem.integrand import Integrand, integrand
 from kernelc.fem.integrate import integrate
 from kernelc.fem.interpolate import interpolate
 from kernelc.fem.operators import (
+    D,
     Operator,
     average,
+    curl,
     deformation_gradient,
     degree,
+    div,
+    div_outer,
     grad,
     grad_average,
     grad_jump,
     grad_outer,
     inner,
     jump,
+    lookup,
     measure,
     measure_ratio,
     normal,
@@ -85,6 +91,7 @@ from kernelc.fem.types import (
 )
 
 __all__ = [
+    "D", "ImplicitField", "UniformField", "curl", "div", "div_outer", "lookup",
     "NULL_ELEMENT_INDEX", "NULL_NODE_INDEX", "NULL_QP_INDEX", "OUTSIDE", "BoundarySides",
     "Cells", "CollocatedFunctionSpace", "Coords", "Coords_f64", "DiscreteField", "Domain",
     "Element", "ElementBasis", "ElementIndex", "ElementKind", "Field", "FieldLike",

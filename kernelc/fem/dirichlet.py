@@ -16,8 +16,10 @@ import numpy as np
 
 import kernelc as kc
 from kernelc.fem.linalg import array_axpy
+from kernelc.fem.linalg_funcs import normalize_projector_block
+from kernelc.fem.types import vec_type
 from kernelc.sparse import BsrMatrix, bsr_axpy, bsr_copy, bsr_mm, bsr_mv
-from kernelc.sparse.matrix import host_rows_columns
+from kernelc.sparse.matrix import host_rows_columns, scalar_view
 
 
 @kc.func
@@ -43,25 +45,56 @@ def _normalize_scalar_projector(offsets: kc.array(dtype=int), columns: kc.array(
             fixed[row] = kc.where(keep, fixed[row] / p, values.dtype(0.0))
 
 
+@kc.kernel(enable_backward=False)
+def _normalize_block_projector(offsets: kc.array(dtype=int), columns: kc.array(dtype=int),
+                               values: kc.array(dtype=Any), fixed: kc.array(dtype=Any),
+                               has_fixed: int):
+    row = kc.tid()
+    k = _diagonal_block(row, offsets, columns)
+    if k >= 0:
+        b = fixed[0] * fixed.dtype.dtype(0.0)
+        if has_fixed != 0:
+            b = fixed[row]
+        unit, scaled = normalize_projector_block(values[k], b)
+        values[k] = unit
+        if has_fixed != 0:
+            fixed[row] = scaled
+
+
 def normalize_dirichlet_projector(projector_matrix: BsrMatrix, fixed_value: Any = None) -> None:
-    """Scales the projector's diagonal blocks to 0 or 1 (idempotent), and `fixed_value`
-    the same way.
+    """Makes the projector's diagonal blocks orthogonal projections (idempotent), scaling
+    `fixed_value` the same way: scalar blocks become 0 or 1; a matrix block keeps the
+    eigenvectors whose eigenvalues exceed 1e-6 of its trace, and the value's components
+    along them are divided by those eigenvalues (Warp's rule).
 
     Args:
-        projector_matrix: Square matrix with scalar blocks.
-        fixed_value: Optional array of values at the nodes, scaled in place.
+        projector_matrix: Square matrix with scalar or square matrix blocks (up to 4x4).
+        fixed_value: Optional array of values at the nodes (scalars, or vectors of the
+            block size), scaled in place.
 
     Raises:
         ValueError: A non-square projector, or values of the wrong length.
     """
     if projector_matrix.ncol != projector_matrix.nrow:
         raise ValueError("Projector must be a square block-diagonal matrix")
-    if projector_matrix.block_shape != (1, 1):
-        raise NotImplementedError("projectors with matrix blocks are not supported yet")
     if fixed_value is not None and fixed_value.shape[0] != projector_matrix.nrow:
         raise ValueError("Fixed value array must be of length equal to the number of rows of "
                          "blocks")
     values = projector_matrix.values
+    rows, cols = projector_matrix.block_shape
+    if (rows, cols) != (1, 1):
+        if rows != cols or rows > 4:
+            raise ValueError(f"Projector blocks must be square (up to 4x4), got {rows}x{cols}")
+        vector = vec_type(rows, projector_matrix.scalar_type)
+        if fixed_value is None:
+            fixed = kc.zeros(1, dtype=vector, device=values.device)
+        else:
+            fixed = fixed_value if fixed_value.dtype == vector else scalar_view(
+                fixed_value, vector, (projector_matrix.nrow,))
+        kc.launch(_normalize_block_projector, dim=projector_matrix.nrow, device=values.device,
+                  inputs=[projector_matrix.offsets, projector_matrix.columns, values, fixed,
+                          int(fixed_value is not None)])
+        return
     fixed = fixed_value if fixed_value is not None else kc.zeros(
         1, dtype=values.dtype, device=values.device)
     kc.launch(_normalize_scalar_projector, dim=projector_matrix.nrow, device=values.device,

@@ -14,6 +14,7 @@ import numpy as np
 import kernelc as kc
 from kernelc.fem.element import Element
 from kernelc.fem.geometry import Geometry
+from kernelc.fem.lookup import grid_cell_lookup
 from kernelc.fem.types import ElementKind, sample_type
 
 
@@ -77,6 +78,7 @@ class GeometryDomain:
     element_measure: Any
     element_measure_ratio: Any
     element_normal: Any
+    element_lookup: Any = None  # (args, position) -> Sample; cells only
     ElementArg: Any
 
 
@@ -95,6 +97,7 @@ class Cells(GeometryDomain):
         self.element_measure = g.cell_measure
         self.element_measure_ratio = _unit_ratio(g.scalar_type)
         self.element_normal = g.cell_normal
+        self.element_lookup = grid_cell_lookup(g.dimension, g.scalar_type, g.CellArg)
 
     def reference_element(self) -> Element:
         return self.geometry.reference_cell()

@@ -1,10 +1,12 @@
 """Device funcs that evaluate fields in integrands, generated per (field kind, space, domain).
 
 Each field argument of an integrand becomes a struct (`Arg`) in the generated kernel, and
-each operator applied to it (`u(s)`, `fem.grad(u, s)`, `fem.outer(u, s)`, ...) becomes a
+each operator applied to it (`u(s)`, `fem.grad(u, s)`, `fem.div(u, s)`, ...) becomes a
 call of one of these funcs with that struct and the sample. Test and trial fields
-evaluate the basis function of the node named by the sample's `test_dof` / `trial_dof`;
-discrete fields sum their node values times the basis functions.
+evaluate the basis function of the dof named by the sample's `test_dof` / `trial_dof`
+(node in the element, component of the value); discrete fields sum their node values
+times the basis functions. Values, gradients and divergences of vector and matrix spaces
+come from the space's `ValueAlgebra` (`valuetypes.py`).
 
 On sides, a space is seen through its trace: side node n < N is node n of the inner cell,
 node n >= N node n - N of the outer cell (N nodes per cell); "inner" operators see only
@@ -15,7 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import kernelc as kc
-from kernelc.fem.types import ElementKind, make_free_sample, vec_type
+from kernelc.fem.types import ElementKind, make_free_sample
+from kernelc.fem.valuetypes import skew_part_func, symmetric_part_func, value_kind
+
+_WHY = {"grad": "gradient (matrix-valued fields have none)",
+        "div": "divergence (only vector and matrix fields whose leading size is the "
+               "geometry's dimension have one)",
+        "D": "symmetric gradient (only vector fields of the geometry's dimension have one)",
+        "curl": "curl (only vector fields of dimension 2 or 3 have one)"}
 
 
 @dataclass(frozen=True)
@@ -25,14 +34,36 @@ class FieldEval:
     Arg: type
     ops: dict  # operator name -> kc.func (arg, s) -> value
     scalar: Any = None
+    grad_type: Any = None  # type of `grad`, for D and curl
+    dtype: Any = None
 
     def op(self, name: str) -> Any:
         """The func of operator `name` (None if the field has none), composite operators
-        (jump, average, grad_jump, grad_average) made on first use."""
+        (jump, average, grad_jump, grad_average, D, curl) made on first use."""
         if name not in self.ops and name in _COMPOSITES:
             first, second, average = _COMPOSITES[name]
-            self.ops[name] = _combine(self.ops[first], self.ops[second], average, self.scalar)
+            if self.ops.get(first) is not None and self.ops.get(second) is not None:
+                self.ops[name] = _combine(self.ops[first], self.ops[second], average,
+                                          self.scalar)
+        if name not in self.ops and name in ("D", "curl") and self._square_gradient(name):
+            part = symmetric_part_func if name == "D" else skew_part_func
+            self.ops[name] = _compose(part(self.grad_type), self.ops["grad"])
         return self.ops.get(name)
+
+    def _square_gradient(self, name: str) -> bool:
+        t = self.grad_type
+        if t is None or self.ops.get("grad") is None or value_kind(t) != "matrix":
+            return False
+        rows, cols = kc.types.as_type(t).shape
+        return rows == cols and (name == "D" or rows in (2, 3))
+
+    def why_not(self, name: str) -> str:
+        """Why operator `name` is not available for this field (for error messages)."""
+        base = name.replace("_outer", "").replace("_jump", "").replace("_average", "")
+        what = _WHY.get(base, f"operator fem.{name}")
+        if self.dtype is None:
+            return f"this field has no {what}"
+        return f"a field of {kc.types.as_type(self.dtype)!r} values has no {what}"
 
 
 _COMPOSITES = {"jump": ("inner", "outer", False), "average": ("inner", "outer", True),
@@ -55,18 +86,27 @@ def _combine(first: Any, second: Any, average: bool, scalar: Any) -> Any:
     return difference
 
 
+def _compose(outer_func: Any, inner_func: Any) -> Any:
+    @kc.func
+    def composed(arg: Any, s: Any):
+        return outer_func(inner_func(arg, s))
+
+    return composed
+
+
 def _struct(name: str, fields: dict) -> type:
     return kc.struct(type(name, (), {"__annotations__": dict(fields)}))
 
 
 # Generated funcs, keyed by names: everything they capture is determined by the space's and
-# the domain's names (shape functions, geometry kind and precision), never by a resolution.
+# the domain's names (shape functions, geometry kind and precision, value type), never by a
+# resolution.
 _CACHE: dict[tuple, FieldEval] = {}
 
 
 def basis_eval(kind: str, space: Any, domain: Any) -> FieldEval:
     """Funcs for a test (`kind="test"`) or trial (`"trial"`) field: the basis function of
-    the sample's test or trial node."""
+    the sample's test or trial dof."""
     key = (kind, space.name, domain.name)
     if key not in _CACHE:
         _CACHE[key] = _basis_eval(kind, space, domain)
@@ -81,151 +121,178 @@ def discrete_eval(space: Any, domain: Any) -> FieldEval:
     return _CACHE[key]
 
 
+def _side_maps(geo: Any) -> dict[str, tuple]:
+    """(cell index, cell coords, inverse deformation gradient) funcs of each side's inner
+    and outer cells."""
+    return {"inner": (geo.side_inner_cell_index, geo.side_inner_cell_coords,
+                      geo.side_inner_inverse_deformation_gradient),
+            "outer": (geo.side_outer_cell_index, geo.side_outer_cell_coords,
+                      geo.side_outer_inverse_deformation_gradient)}
+
+
 def _basis_eval(kind: str, space: Any, domain: Any) -> FieldEval:
-    space_name, domain_name = _ident(space.name), _ident(domain.name)
     geo = space.geometry
     shape = space.shape
-    scalar = geo.scalar_type
-    grad_type = vec_type(geo.cell_dimension, scalar)
+    algebra = space.algebra
     weight, weight_gradient = shape.weight, shape.weight_gradient
     N = shape.NODES_PER_ELEMENT
-    Arg = _struct(f"{kind.capitalize()}FieldArg_{space_name}_{domain_name}",
+    Arg = _struct(f"{kind.capitalize()}FieldArg_{_ident(space.name)}_{_ident(domain.name)}",
                   {"elt": domain.ElementArg})
     use_test = kind == "test"
+    zero, grad_zero, div_zero = algebra.zero, algebra.grad_zero, algebra.div_zero
+    unit, basis_grad, basis_div = algebra.unit, algebra.basis_grad, algebra.basis_div
+    has_grad, has_div = algebra.grad_type is not None, algebra.div_type is not None
 
     @kc.func
-    def dof_node(s: Any):
+    def dof_of(s: Any):
         if kc.static(use_test):
-            return s.test_dof[0]
-        return s.trial_dof[0]
+            return s.test_dof
+        return s.trial_dof
 
-    if domain.element_kind == ElementKind.CELL:
-        inv_F = geo.cell_inverse_deformation_gradient
+    def funcs(offset: int, cell_of: Any, coords_of: Any, inv_F: Any) -> dict:
+        """value / grad / div of the basis function whose element node is `offset` + a
+        node of the cell reached by `cell_of` / `coords_of` (cells: the identity)."""
+        side = cell_of is not None
+
+        @kc.func
+        def local(arg: Arg, s: Any):
+            dof = dof_of(s)
+            node = dof[0] - offset
+            if node < 0 or node >= N:
+                node = -1
+            return kc.vec2i(node, dof[1])
+
+        @kc.func
+        def cell_coords(arg: Arg, s: Any):
+            if kc.static(side):
+                return coords_of(arg.elt, s.element_index, s.element_coords)
+            return s.element_coords
+
+        @kc.func
+        def world_weight_gradient(arg: Arg, s: Any, node: int):
+            coords = cell_coords(arg, s)
+            if kc.static(side):
+                cell_s = make_free_sample(cell_of(arg.elt, s.element_index), coords)
+                return weight_gradient(coords, node) * inv_F(arg.elt, cell_s)
+            return weight_gradient(coords, node) * inv_F(arg.elt, s)
 
         @kc.func
         def value(arg: Arg, s: Any):
-            node = dof_node(s)
-            if node < 0:
-                return scalar(0.0)
-            return weight(s.element_coords, node)
+            dof = local(arg, s)
+            if dof[0] < 0:
+                return zero()
+            return weight(cell_coords(arg, s), dof[0]) * unit(dof[1])
 
         @kc.func
         def gradient(arg: Arg, s: Any):
-            node = dof_node(s)
-            if node < 0:
-                return grad_type(scalar(0.0))
-            return weight_gradient(s.element_coords, node) * inv_F(arg.elt, s)
+            dof = local(arg, s)
+            if dof[0] < 0:
+                return grad_zero()
+            return basis_grad(world_weight_gradient(arg, s, dof[0]), dof[1])
 
-        ops = {"inner": value, "outer": value, "grad": gradient, "grad_outer": gradient}
-        return FieldEval(Arg, ops, scalar)
+        @kc.func
+        def divergence(arg: Arg, s: Any):
+            dof = local(arg, s)
+            if dof[0] < 0:
+                return div_zero()
+            return basis_div(world_weight_gradient(arg, s, dof[0]), dof[1])
 
-    inner_cell, outer_cell = geo.side_inner_cell_index, geo.side_outer_cell_index
-    inner_coords, outer_coords = geo.side_inner_cell_coords, geo.side_outer_cell_coords
-    inner_inv_F = geo.side_inner_inverse_deformation_gradient
-    outer_inv_F = geo.side_outer_inverse_deformation_gradient
-    free_sample = make_free_sample
+        return {"value": value, "grad": gradient if has_grad else None,
+                "div": divergence if has_div else None}
 
-    @kc.func
-    def inner_value(arg: Arg, s: Any):
-        node = dof_node(s)
-        if node < 0 or node >= N:
-            return scalar(0.0)
-        return weight(inner_coords(arg.elt, s.element_index, s.element_coords), node)
+    if domain.element_kind == ElementKind.CELL:
+        cell = funcs(0, None, None, geo.cell_inverse_deformation_gradient)
+        inner = outer = cell
+    else:
+        maps = _side_maps(geo)
+        inner, outer = funcs(0, *maps["inner"]), funcs(N, *maps["outer"])
+    return _field_eval(Arg, inner, outer, space)
 
-    @kc.func
-    def outer_value(arg: Arg, s: Any):
-        node = dof_node(s)
-        if node < N:
-            return scalar(0.0)
-        return weight(outer_coords(arg.elt, s.element_index, s.element_coords), node - N)
 
-    @kc.func
-    def inner_gradient(arg: Arg, s: Any):
-        node = dof_node(s)
-        if node < 0 or node >= N:
-            return grad_type(scalar(0.0))
-        cell = inner_cell(arg.elt, s.element_index)
-        coords = inner_coords(arg.elt, s.element_index, s.element_coords)
-        cell_s = free_sample(cell, coords)
-        return weight_gradient(coords, node) * inner_inv_F(arg.elt, cell_s)
-
-    @kc.func
-    def outer_gradient(arg: Arg, s: Any):
-        node = dof_node(s)
-        if node < N:
-            return grad_type(scalar(0.0))
-        cell = outer_cell(arg.elt, s.element_index)
-        coords = outer_coords(arg.elt, s.element_index, s.element_coords)
-        cell_s = free_sample(cell, coords)
-        return weight_gradient(coords, node - N) * outer_inv_F(arg.elt, cell_s)
-
-    ops = {"inner": inner_value, "outer": outer_value, "grad": inner_gradient,
-           "grad_outer": outer_gradient}
-    return FieldEval(Arg, ops, scalar)
+def _field_eval(Arg: type, inner: dict, outer: dict, space: Any) -> FieldEval:
+    ops = {"inner": inner["value"], "outer": outer["value"], "grad": inner["grad"],
+           "grad_outer": outer["grad"], "div": inner["div"], "div_outer": outer["div"]}
+    return FieldEval(Arg, ops, space.geometry.scalar_type, space.algebra.grad_type,
+                     space.dtype)
 
 
 def _discrete_eval(space: Any, domain: Any) -> FieldEval:
-    space_name, domain_name = _ident(space.name), _ident(domain.name)
     geo = space.geometry
     shape = space.shape
-    scalar = geo.scalar_type
-    grad_type = vec_type(geo.cell_dimension, scalar)
+    algebra = space.algebra
     weight, weight_gradient = shape.weight, shape.weight_gradient
     N = shape.NODES_PER_ELEMENT
-    Arg = _struct(f"DiscreteFieldArg_{space_name}_{domain_name}", {
+    Arg = _struct(f"DiscreteFieldArg_{_ident(space.name)}_{_ident(domain.name)}", {
         "elt": domain.ElementArg, "dof_values": kc.array(dtype=space.dtype),
         "element_nodes": kc.array2d(dtype=int)})
+    zero, grad_zero, div_zero = algebra.zero, algebra.grad_zero, algebra.div_zero
+    node_grad, node_div = algebra.node_grad, algebra.node_div
+    scalar_values = algebra.kind == "scalar"
+    has_grad, has_div = algebra.grad_type is not None, algebra.div_type is not None
 
     @kc.func
     def cell_value(arg: Arg, cell: int, coords: Any):
-        total = scalar(0.0)
+        total = zero()
         for k in range(N):
             total += arg.dof_values[arg.element_nodes[cell, k]] * weight(coords, k)
         return total
 
     @kc.func
-    def cell_gradient(arg: Arg, cell: int, coords: Any):
-        total = grad_type(scalar(0.0))
+    def cell_gradient(arg: Arg, cell: int, coords: Any, inv_F: Any):
+        total = grad_zero()
+        if kc.static(scalar_values):  # the reference gradient, mapped once
+            for k in range(N):
+                total += arg.dof_values[arg.element_nodes[cell, k]] * weight_gradient(coords, k)
+            return total * inv_F
         for k in range(N):
-            total += arg.dof_values[arg.element_nodes[cell, k]] * weight_gradient(coords, k)
+            total += node_grad(arg.dof_values[arg.element_nodes[cell, k]],
+                               weight_gradient(coords, k) * inv_F)
         return total
 
-    if domain.element_kind == ElementKind.CELL:
-        inv_F = geo.cell_inverse_deformation_gradient
+    @kc.func
+    def cell_divergence(arg: Arg, cell: int, coords: Any, inv_F: Any):
+        total = div_zero()
+        for k in range(N):
+            total += node_div(arg.dof_values[arg.element_nodes[cell, k]],
+                              weight_gradient(coords, k) * inv_F)
+        return total
+
+    def funcs(cell_of: Any, coords_of: Any, inv_F: Any) -> dict:
+        side = cell_of is not None
+
+        @kc.func
+        def where(arg: Arg, s: Any):
+            if kc.static(side):
+                cell = cell_of(arg.elt, s.element_index)
+                coords = coords_of(arg.elt, s.element_index, s.element_coords)
+                return make_free_sample(cell, coords)
+            return s
 
         @kc.func
         def value(arg: Arg, s: Any):
-            return cell_value(arg, s.element_index, s.element_coords)
+            cs = where(arg, s)
+            return cell_value(arg, cs.element_index, cs.element_coords)
 
         @kc.func
         def gradient(arg: Arg, s: Any):
-            return cell_gradient(arg, s.element_index, s.element_coords) * inv_F(arg.elt, s)
-
-        ops = {"inner": value, "outer": value, "grad": gradient, "grad_outer": gradient}
-        return FieldEval(Arg, ops, scalar)
-
-    free_sample = make_free_sample
-
-    def side_funcs(cell_of: Any, coords_of: Any, inv_F: Any) -> tuple[Any, Any]:
-        @kc.func
-        def side_value(arg: Arg, s: Any):
-            cell = cell_of(arg.elt, s.element_index)
-            return cell_value(arg, cell, coords_of(arg.elt, s.element_index, s.element_coords))
+            cs = where(arg, s)
+            return cell_gradient(arg, cs.element_index, cs.element_coords, inv_F(arg.elt, cs))
 
         @kc.func
-        def side_gradient(arg: Arg, s: Any):
-            cell = cell_of(arg.elt, s.element_index)
-            coords = coords_of(arg.elt, s.element_index, s.element_coords)
-            return cell_gradient(arg, cell, coords) * inv_F(arg.elt, free_sample(cell, coords))
+        def divergence(arg: Arg, s: Any):
+            cs = where(arg, s)
+            return cell_divergence(arg, cs.element_index, cs.element_coords,
+                                   inv_F(arg.elt, cs))
 
-        return side_value, side_gradient
+        return {"value": value, "grad": gradient if has_grad else None,
+                "div": divergence if has_div else None}
 
-    inner_v, inner_g = side_funcs(geo.side_inner_cell_index, geo.side_inner_cell_coords,
-                                  geo.side_inner_inverse_deformation_gradient)
-    outer_v, outer_g = side_funcs(geo.side_outer_cell_index, geo.side_outer_cell_coords,
-                                  geo.side_outer_inverse_deformation_gradient)
-    ops = {"inner": inner_v, "outer": outer_v, "grad": inner_g, "grad_outer": outer_g}
-    return FieldEval(Arg, ops, scalar)
+    if domain.element_kind == ElementKind.CELL:
+        inner = outer = funcs(None, None, geo.cell_inverse_deformation_gradient)
+    else:
+        maps = _side_maps(geo)
+        inner, outer = funcs(*maps["inner"]), funcs(*maps["outer"])
+    return _field_eval(Arg, inner, outer, space)
 
 
 def _ident(name: str) -> str:

@@ -50,6 +50,7 @@ class Integrand:
         self.argspec = inspect.getfullargspec(func)
         self.kernel_options = dict(kernel_options or {})
         self._specializations: dict[tuple, Specialization] = {}
+        self._bodies: dict[tuple, Func] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"integrand '{self.__name__}' can only be evaluated through "
@@ -96,6 +97,17 @@ class Integrand:
             self._specializations[key] = found
         return found
 
+    def body(self, fields: dict[str, Any], domain: Any, value_types: dict[str, Any]) -> Func:
+        """The integrand rewritten for these fields and domain, as a kernelc func taking the
+        integrand's own parameters (field parameters as their structs); made once per
+        combination of kinds. Integrands calling this one call it."""
+        roles = self.parameter_roles()
+        key = (tuple((n, fields[n].kind_name) for n in self.argspec.args if roles[n] == "field"),
+               domain.name, tuple((n, repr(T.as_type(t))) for n, t in value_types.items()))
+        if key not in self._bodies:
+            self._bodies[key] = _make_body(self, roles, fields, domain, value_types)[0]
+        return self._bodies[key]
+
 
 def integrand(func: Any = None, kernel_options: dict[str, Any] | None = None) -> Any:
     """Decorator making a function an integrand (`@fem.integrand` or
@@ -134,8 +146,9 @@ def _struct(name: str, members: dict[str, Any]) -> type:
     return kc.struct(type(name, (), {"__annotations__": dict(members)}))
 
 
-def _specialize(itg: Integrand, roles: dict[str, str], fields: dict[str, Any], domain: Any,
-                value_types: dict[str, Any], key: tuple) -> Specialization:
+def _make_body(itg: Integrand, roles: dict[str, str], fields: dict[str, Any], domain: Any,
+               value_types: dict[str, Any]) -> tuple[Func, dict[str, Any]]:
+    """The integrand's tree rewritten for these fields, as a func, and its annotations."""
     source = read_source(itg.func)
     sample_type = domain.sample_type
     annotations: dict[str, Any] = {}
@@ -159,7 +172,14 @@ def _specialize(itg: Integrand, roles: dict[str, str], fields: dict[str, Any], d
     ast.fix_missing_locations(tree)
     rewritten = Source(source.name, source.file, source.first_line, source.indent, tree,
                        {**source.globals, **rewriter.bindings}, source.closure)
-    body = _GeneratedFunc(itg.func, rewritten, annotations, tuple(itg.argspec.args))
+    return _GeneratedFunc(itg.func, rewritten, annotations, tuple(itg.argspec.args)), annotations
+
+
+def _specialize(itg: Integrand, roles: dict[str, str], fields: dict[str, Any], domain: Any,
+                value_types: dict[str, Any], key: tuple) -> Specialization:
+    body, annotations = _make_body(itg, roles, fields, domain, value_types)
+    source = read_source(itg.func)
+    sample_type = domain.sample_type
 
     # Struct names are part of the compiled code's identity: keep them the same from one
     # process to the next, so that the kernel cache on disk finds them.
@@ -183,16 +203,23 @@ def _make_call(itg: Integrand, source: Source, roles: dict[str, str], body: Func
                     f"values.{name}" if role == "value" else f"fields.{name}")
     name = f"{itg.__name__}_call"
     text = f"def {name}(s, fields, values):\n    return _fem_integrand({', '.join(args)})\n"
+    return generated_func(text, {"_fem_integrand": body},
+                          {"s": sample_type, "fields": Fields, "values": Values}, itg.func)
+
+
+def generated_func(text: str, names: dict[str, Any], annotations: dict[str, Any],
+                   anchor: Any) -> Func:
+    """A kernelc func from Python source `text` (one `def`), resolving `names`, with the
+    given parameter annotations; its code points at the `def` line of the Python
+    function `anchor` (so errors inside it name the user's function)."""
+    source = read_source(anchor)
     tree = ast.parse(text).body[0]
-    for node in ast.walk(tree):  # everything points at the integrand's `def` line
+    for node in ast.walk(tree):
         if hasattr(node, "lineno"):
             node.lineno = node.end_lineno = source.tree.lineno
             node.col_offset = node.end_col_offset = 0
-    call_source = Source(name, source.file, source.first_line, source.indent, tree,
-                         {"_fem_integrand": body}, {})
-    return _GeneratedFunc(itg.func, call_source,
-                          {"s": sample_type, "fields": Fields, "values": Values},
-                          ("s", "fields", "values"))
+    generated = Source(tree.name, source.file, source.first_line, source.indent, tree, names, {})
+    return _GeneratedFunc(anchor, generated, annotations, tuple(annotations))
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -251,13 +278,12 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(callee, ast.Name) and self.roles.get(callee.id) == "field":
             return self.operator_call(operators.inner, node, [callee, *node.args])
         if isinstance(callee, ast.Name) and self.roles.get(callee.id) == "domain":
-            raise self.error(f"domain argument '{callee.id}' cannot be called", node)
+            return self.operator_call(operators.position, node, [callee, *node.args])
         found, obj = self.resolve(callee)
         if found and isinstance(obj, operators.Operator):
             return self.operator_call(obj, node, list(node.args))
         if found and isinstance(obj, Integrand):
-            raise self.error("calling an integrand from an integrand is not supported by "
-                             "kernelc.fem yet", node)
+            return self.integrand_call(obj, node)
         return self.generic_visit(node)
 
     def operator_call(self, op: operators.Operator, node: ast.Call, args: list[ast.expr]
@@ -279,19 +305,64 @@ class _Rewriter(ast.NodeTransformer):
         if op.name == "degree":
             self.expect_args(op, node, args, 1)
             return ast.copy_location(ast.Constant(self.fields[target.id].degree), node)
-        self.expect_args(op, node, args, 2)
+        rest = [self.visit(a) for a in args[1:]]
+        if op.name == "lookup":  # (domain, x) or (domain, x, guess): grids need no guess
+            if len(args) not in (2, 3):
+                raise self.error(f"fem.lookup(domain, x[, guess]) takes 2 or 3 arguments, got "
+                                 f"{len(args)}", node)
+            rest = rest[:1]
+        else:
+            self.expect_args(op, node, args, 2)
         if role == "field":
-            func = self.targets[target.id].op(op.name)
+            evaluator = self.targets[target.id]
+            func = evaluator.op(op.name)
             if func is None:
-                raise self.error(f"fem.{op.name} is not available for this field", node)
+                raise self.error(f"fem.{op.name}: {evaluator.why_not(op.name)}", node)
         else:
             func = getattr(self.domain, f"element_{op.name}", None)
             if func is None:
                 raise self.error(f"fem.{op.name} is not available on {self.domain.name}", node)
         callee = self.bind(func, op.name, node.func)
-        rest = [self.visit(a) for a in args[1:]]
         first = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target)
         return ast.copy_location(ast.Call(func=callee, args=[first, *rest], keywords=[]), node)
+
+    def integrand_call(self, other: Integrand, node: ast.Call) -> ast.AST:
+        """A call of another integrand: its body specialised for the fields passed, called
+        with the same arguments (fields and domains as their structs)."""
+        params = other.argspec.args
+        if len(node.args) > len(params):
+            raise self.error(f"integrand '{other.__name__}' takes {len(params)} arguments, "
+                             f"got {len(node.args)}", node)
+        given = dict(zip(params, node.args))
+        for keyword in node.keywords:
+            if keyword.arg not in params or keyword.arg in given:
+                raise self.error(f"unexpected argument '{keyword.arg}' for integrand "
+                                 f"'{other.__name__}'", keyword.value)
+            given[keyword.arg] = keyword.value
+        missing = [p for p in params if p not in given]
+        if missing:
+            raise self.error(f"missing arguments to integrand '{other.__name__}': "
+                             f"{', '.join(missing)}", node)
+        roles = other.parameter_roles()
+        annotations = other.annotations
+        fields, value_types, args = {}, {}, []
+        for name in params:
+            expr = given[name]
+            if roles[name] in ("field", "domain"):
+                if not (isinstance(expr, ast.Name) and self.roles.get(expr.id) == roles[name]):
+                    raise self.error(f"argument '{name}' of integrand '{other.__name__}' must "
+                                     f"be a {roles[name]} argument of the caller", expr)
+                if roles[name] == "field":
+                    fields[name] = self.fields[expr.id]
+                args.append(ast.copy_location(ast.Name(id=expr.id, ctx=ast.Load()), expr))
+                continue
+            if roles[name] == "value":
+                ann = annotations.get(name)
+                value_types[name] = typing.Any if ann is None else ann
+            args.append(self.visit(expr))
+        body = other.body(fields, self.domain, value_types)
+        callee = self.bind(body, "integrand", node.func)
+        return ast.copy_location(ast.Call(func=callee, args=args, keywords=[]), node)
 
     def expect_args(self, op: operators.Operator, node: ast.Call, args: list[ast.expr],
                     count: int) -> None:

@@ -19,7 +19,10 @@ from kernelc.fem.domain import GeometryDomain
 from kernelc.fem.field import FieldLike, TestField, TrialField
 from kernelc.fem.integrand import Integrand, Specialization, value_type_of
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
+from kernelc.fem.types import mat_type
+from kernelc.fem.valuetypes import dof_count, scalar_of, value_kind
 from kernelc.sparse import BsrMatrix, bsr_axpy, bsr_set_from_triplets, bsr_zeros
+from kernelc.sparse.matrix import scalar_view
 
 
 def _parse_arguments(integrand: Integrand, fields: dict[str, Any], values: dict[str, Any]
@@ -117,7 +120,8 @@ def integrate(integrand: Integrand, domain: GeometryDomain | None = None,
         fields: Field arguments by parameter name; at most one test and one trial field.
         values: Other arguments by parameter name.
         accumulate_dtype: Scalar type of the sums over quadrature points.
-        output_dtype: Scalar type of the result (default: the geometry's).
+        output_dtype: Scalar type of the result (default: the geometry's), or for a
+            linear form a vector type with one component per dof of the test field.
         output: Array or matrix to write (or add) the result into.
         device: Device to run on.
         temporary_store: Accepted for Warp's sake.
@@ -127,8 +131,9 @@ def integrate(integrand: Integrand, domain: GeometryDomain | None = None,
         bsr_options: Only `prune_numerical_zeros` is used (default True).
 
     Returns:
-        A float (no test field), an array with one value per node (a test field), or a
-        `BsrMatrix` (test and trial fields).
+        A float (no test field), an array with one value per node (a test field; (nodes,
+        dofs) scalars for a vector test field and a scalar `output_dtype`), or a
+        `BsrMatrix` (test and trial fields) of (test dofs x trial dofs) blocks.
     """
     fields = dict(fields or {})
     values = dict(values or {})
@@ -177,6 +182,9 @@ def integrate(integrand: Integrand, domain: GeometryDomain | None = None,
         output_dtype = output.scalar_type if isinstance(output, BsrMatrix) else output.dtype
     elif output_dtype is None:
         output_dtype = domain.geometry.scalar_type
+    if trial is not None and value_kind(output_dtype) != "scalar":
+        raise ValueError(f"the output type of a bilinear form must be a scalar type (the "
+                         f"scalar of its blocks), got {output_dtype!r}")
     common = (domain.element_arg_value(device), field_struct, value_struct)
     run = _Run(integrand, spec, domain, quadrature, common, accumulate_dtype, output_dtype,
                device)
@@ -196,7 +204,8 @@ class _Run:
                  device: Any) -> None:
         self.integrand, self.spec, self.domain = integrand, spec, domain
         self.quadrature, self.common = quadrature, common
-        self.accumulate, self.output, self.device = accumulate, output, device
+        self.accumulate, self.device = accumulate, device
+        self.output_type, self.output = output, scalar_of(output)
         self.name = "".join(c if c.isalnum() else "_" for c in integrand.__name__)
 
     def key(self, *parts: Any) -> tuple:
@@ -224,28 +233,26 @@ class _Run:
         restriction = test.space_restriction
         arrays = restriction.arrays(self.device)
         node_count = test.space_partition.node_count()
-        if output is None:
-            output = kc.zeros(node_count, dtype=self.output, device=self.device)
-        else:
-            if output.shape[0] < node_count:
-                raise RuntimeError(f"Output array must have at least {node_count} rows")
-            if not add:
-                output.zero_()
+        dofs = test.node_dof_count
+        output = _linear_output(output, self.output_type, node_count, dofs, self.device)
+        if not add:
+            output.zero_()
+        view = scalar_view(output, self.output, (node_count, dofs)) if node_count else output
         node_args = [arrays["nodes"], arrays["offsets"], arrays["entry_element"],
-                     arrays["entry_local"], output]
+                     arrays["entry_local"], view]
         shape = test.space.shape
         if nodal:
             kernel = _kernel(self.spec, self.key("linear_nodal", shape.name), lambda: K.nodal_kernel(
                 self.spec.call, self.domain, self.spec, self.accumulate, self.output,
-                shape.NODES_PER_ELEMENT, False, self.name))
+                shape.NODES_PER_ELEMENT, False, 1, self.name))
             extra = self.node_tables(test)
         else:
             kernel = _kernel(self.spec, self.key("linear"), lambda: K.linear_kernel(
                 self.spec.call, self.domain, self.spec, self.accumulate, self.output, self.name))
             extra = self.qp_arrays()
         if restriction.node_count():
-            launch(self.integrand, kernel, dim=restriction.node_count(), device=self.device,
-                      inputs=[*self.common, *extra, *node_args])
+            launch(self.integrand, kernel, dim=(restriction.node_count(), dofs),
+                   device=self.device, inputs=[*self.common, *extra, *node_args])
         return output
 
     def node_tables(self, field: Any) -> tuple[Any, Any]:
@@ -266,36 +273,67 @@ class _Run:
         if output is not None and (output.nrow != nrow or output.ncol != ncol):
             raise RuntimeError(f"Output matrix must have {nrow} rows and {ncol} columns of "
                                "blocks")
+        rows_dofs, cols_dofs = test.node_dof_count, trial.node_dof_count
+        block_type = self.output if rows_dofs == cols_dofs == 1 else mat_type(
+            rows_dofs, cols_dofs, self.output)
+        if output is not None and output.block_shape != (rows_dofs, cols_dofs):
+            raise RuntimeError(f"Output matrix must have {rows_dofs}x{cols_dofs} blocks")
+        block = rows_dofs * cols_dofs
         if nodal:
             shape = test.space.shape
-            kernel = _kernel(self.spec, self.key("bilinear_nodal", shape.name),
+            kernel = _kernel(self.spec, self.key("bilinear_nodal", shape.name, cols_dofs),
                              lambda: K.nodal_kernel(self.spec.call, self.domain, self.spec,
                                                     self.accumulate, self.output,
-                                                    shape.NODES_PER_ELEMENT, True, self.name))
-            values = kc.empty(restriction.node_count(), dtype=self.output, device=self.device)
-            if restriction.node_count():
-                launch(self.integrand, kernel, dim=restriction.node_count(), device=self.device,
-                          inputs=[*self.common, *self.node_tables(test), arrays["nodes"],
-                                  arrays["offsets"], arrays["entry_element"],
-                                  arrays["entry_local"], values])
+                                                    shape.NODES_PER_ELEMENT, True, cols_dofs,
+                                                    self.name))
+            count = restriction.node_count()
+            values = kc.empty(count, dtype=block_type, device=self.device)
+            if count:
+                launch(self.integrand, kernel, dim=(count, block), device=self.device,
+                       inputs=[*self.common, *self.node_tables(test), arrays["nodes"],
+                               arrays["offsets"], arrays["entry_element"],
+                               arrays["entry_local"],
+                               scalar_view(values, self.output, (count, block))])
             rows = cols = arrays["nodes"]
         else:
-            kernel = _kernel(self.spec, self.key("bilinear"), lambda: K.bilinear_kernel(
-                self.spec.call, self.domain, self.spec, self.accumulate, self.output, self.name))
+            kernel = _kernel(self.spec, self.key("bilinear", cols_dofs), lambda: K.bilinear_kernel(
+                self.spec.call, self.domain, self.spec, self.accumulate, self.output, cols_dofs,
+                self.name))
             rows, cols = restriction.bilinear_triplets(trial.space.topology, self.device)
             per_entry = len(cols) // max(1, restriction.total_node_element_count())
             entries = restriction.total_node_element_count()
-            values = kc.empty((entries, per_entry), dtype=self.output, device=self.device)
+            values = kc.empty(entries * per_entry, dtype=block_type, device=self.device)
             if entries and per_entry:
-                launch(self.integrand, kernel, (entries, per_entry), device=self.device,
-                          inputs=[*self.common, *self.qp_arrays(), arrays["entry_element"],
-                                  arrays["entry_local"], values])
-            values = values.reshape(-1)
+                launch(self.integrand, kernel, (entries, per_entry, block), device=self.device,
+                       inputs=[*self.common, *self.qp_arrays(), arrays["entry_element"],
+                               arrays["entry_local"],
+                               scalar_view(values, self.output, (entries, per_entry, block))])
         result = output if output is not None and not add else bsr_zeros(
-            nrow, ncol, self.output, device=self.device)
+            nrow, ncol, block_type, device=self.device)
         bsr_set_from_triplets(result, rows, cols, values, prune_numerical_zeros=prune)
         if add:
             bsr_axpy(x=result, y=output)
             return output
         return result
 
+
+def _linear_output(output: Any, output_type: Any, node_count: int, dofs: int,
+                   device: Any) -> Any:
+    """The array a linear form is written to: `output`, checked, or a new one of
+    `output_type` (one value per node when its size is the node's dof count, else
+    (nodes, dofs) scalars), as Warp makes it."""
+    if output is None:
+        size = dof_count(output_type)
+        if size == dofs:
+            return kc.zeros(node_count, dtype=output_type, device=device)
+        if size == 1:
+            return kc.zeros((node_count, dofs), dtype=output_type, device=device)
+        raise RuntimeError(f"Incompatible output type {output_type!r}, must be scalar or "
+                           f"vector of length {dofs}")
+    if output.shape[0] < node_count:
+        raise RuntimeError(f"Output array must have at least {node_count} rows")
+    size = dof_count(output.dtype)
+    if size * int(np.prod(output.shape[1:], dtype=int)) != dofs:
+        raise RuntimeError(f"Incompatible output array {output.dtype!r} {output.shape}: needs "
+                           f"{dofs} values per node")
+    return output

@@ -57,7 +57,8 @@ def constant_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, name: st
 
 def linear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any,
                   name: str) -> Any:
-    """Linear form: result[node] += integral of the form with the node's test function."""
+    """Linear form: result[node, dof] += integral of the form with the test function of
+    that node and dof; one thread per (node, dof)."""
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
@@ -69,13 +70,13 @@ def linear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: An
                          qp_coords: kc.array(dtype=Coords), qp_weights: kc.array(dtype=scalar),
                          nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
                          entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
-                         result: kc.array(dtype=output)):
-        r = kc.tid()
+                         result: kc.array2d(dtype=output)):
+        r, dof = kc.tid()
         count = qp_coords.shape[0]
         total = accumulate(0.0)
         for e in range(offsets[r], offsets[r + 1]):
             element = entry_element[e]
-            test_dof = kc.vec2i(entry_local[e], 0)
+            test_dof = kc.vec2i(entry_local[e], dof)
             for k in range(count):
                 w = qp_weights[k]
                 s = make_sample(element, qp_coords[k], element * count + k, w, test_dof,
@@ -83,14 +84,15 @@ def linear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: An
                 vol = measure(elt_arg, s)
                 total += accumulate(w * vol) * accumulate(call(s, fields, values))
         node = nodes[r]
-        result[node] = result[node] + output(total)
+        result[node, dof] = result[node, dof] + output(total)
 
     return _named(integrate_linear, f"{name}_integrate_linear")
 
 
 def bilinear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any,
-                    name: str) -> Any:
-    """Bilinear form: one triplet value per (entry, trial node of the entry's element)."""
+                    trial_dofs: int, name: str) -> Any:
+    """Bilinear form: one triplet value per (entry, trial node of the entry's element,
+    test dof * trial_dofs + trial dof), the block's coefficients in row-major order."""
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
@@ -101,11 +103,11 @@ def bilinear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: 
     def integrate_bilinear(elt_arg: ElementArg, fields: Fields, values: Values,
                            qp_coords: kc.array(dtype=Coords), qp_weights: kc.array(dtype=scalar),
                            entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
-                           triplet_values: kc.array2d(dtype=output)):
-        e, j = kc.tid()
+                           triplet_values: kc.array3d(dtype=output)):
+        e, j, b = kc.tid()
         element = entry_element[e]
-        test_dof = kc.vec2i(entry_local[e], 0)
-        trial_dof = kc.vec2i(j, 0)
+        test_dof = kc.vec2i(entry_local[e], b // trial_dofs)
+        trial_dof = kc.vec2i(j, b % trial_dofs)
         count = qp_coords.shape[0]
         total = accumulate(0.0)
         for k in range(count):
@@ -113,7 +115,7 @@ def bilinear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: 
             s = make_sample(element, qp_coords[k], element * count + k, w, test_dof, trial_dof)
             vol = measure(elt_arg, s)
             total += accumulate(w * vol) * accumulate(call(s, fields, values))
-        triplet_values[e, j] = output(total)
+        triplet_values[e, j, b] = output(total)
 
     return _named(integrate_bilinear, f"{name}_integrate_bilinear")
 
@@ -147,9 +149,11 @@ def node_coords_func(domain: Any, nodes_per_cell: int) -> Any:
 
 
 def nodal_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any,
-                 nodes_per_cell: int, bilinear: bool, name: str) -> Any:
+                 nodes_per_cell: int, bilinear: bool, dofs: int, name: str) -> Any:
     """Nodal assembly: the form evaluated at each test node, weighted by the basis' nodal
-    quadrature weight; a vector (linear) or the diagonal triplets (bilinear)."""
+    quadrature weight; one thread per (node, dof) of a vector (linear), or per (node,
+    block coefficient) of the diagonal blocks (bilinear: `dofs` trial dofs per node, the
+    trial dof on the test dof's node)."""
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
@@ -163,8 +167,8 @@ def nodal_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any
                         node_weights: kc.array(dtype=scalar),
                         nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
                         entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
-                        result: kc.array(dtype=output)):
-        r = kc.tid()
+                        result: kc.array2d(dtype=output)):
+        r, b = kc.tid()
         node = nodes[r]
         total = accumulate(0.0)
         for e in range(offsets[r], offsets[r + 1]):
@@ -173,15 +177,19 @@ def nodal_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any
             coords = node_coords(elt_arg, element, local, cell_node_coords)
             if coords[0] != scalar(OUTSIDE):
                 w = node_weights[local % nodes_per_cell]
-                dof = kc.vec2i(local, 0)
-                trial = kc.where(kc.static(bilinear), dof, kc.vec2i(-1, -1))
+                if kc.static(bilinear):
+                    dof = kc.vec2i(local, b // dofs)
+                    trial = kc.vec2i(local, b % dofs)
+                else:
+                    dof = kc.vec2i(local, b)
+                    trial = kc.vec2i(-1, -1)
                 s = make_sample(element, coords, node, w, dof, trial)
                 vol = measure(elt_arg, s)
                 total += accumulate(w * vol) * accumulate(call(s, fields, values))
         if kc.static(bilinear):
-            result[r] = output(total)
+            result[r, b] = output(total)
         else:
-            result[node] = result[node] + output(total)
+            result[node, b] = result[node, b] + output(total)
 
     kind = "bilinear" if bilinear else "linear"
     return _named(integrate_nodal, f"{name}_integrate_{kind}_nodal")

@@ -1,8 +1,12 @@
-"""Array helpers of `warp.fem.linalg` (`array_axpy`)."""
+"""`warp.fem.linalg`: `array_axpy` on arrays, and the kernel funcs `inverse_qr` and
+`symmetric_eigen` (from `linalg_funcs.py`)."""
 
 from typing import Any
 
 import kernelc as kc
+from kernelc.fem.linalg_funcs import inverse_qr, symmetric_eigen
+
+__all__ = ["array_axpy", "inverse_qr", "symmetric_eigen"]
 
 
 @kc.kernel(enable_backward=False)

@@ -42,6 +42,12 @@ average = Operator("average", "field", "(inner(f, s) + outer(f, s)) / 2.")
 grad_jump = Operator("grad_jump", "field", "grad(f, s) - grad_outer(f, s).")
 grad_average = Operator("grad_average", "field", "(grad(f, s) + grad_outer(f, s)) / 2.")
 degree = Operator("degree", "field", "Polynomial degree of the field (a compile-time int).")
+div = Operator("div", "field", "Divergence of a vector field (a scalar) or of a matrix field "
+               "(a vector, summed over the first index), inner cell on sides.")
+div_outer = Operator("div_outer", "field", "Divergence of the field in the outer cell.")
+D = Operator("D", "field", "Symmetric part of the gradient of a vector field.")
+curl = Operator("curl", "field", "Skew part of the gradient of a 2-d vector field (a scalar) "
+                "or a 3-d one (a vector), as Warp defines it (half the usual curl).")
 
 # ---- domain operators: implemented by the domain's element funcs (domain.py) ----------------
 position = Operator("position", "domain", "World position of the sample.")
@@ -52,22 +58,25 @@ measure_ratio = Operator("measure_ratio", "domain", "Ratio of the side's measure
                          "neighbouring cells' (1 in cells).")
 deformation_gradient = Operator("deformation_gradient", "domain", "Gradient of the world "
                                 "position with respect to element coordinates.")
+lookup = Operator("lookup", "domain", "The sample of the cell containing a world position "
+                  "(the closest cell's closest point outside the geometry); "
+                  "`fem.lookup(domain, x)` or `fem.lookup(domain, x, guess)`.")
 
 # ---- either ---------------------------------------------------------------------------------
 scalar_type = Operator("scalar_type", "any", "The geometry's scalar type (kc.float32 or "
                        "kc.float64), resolved when the integrand is compiled.")
 
 FIELD_OPERATORS = {op.name: op for op in (inner, outer, grad, grad_outer, jump, average,
-                                          grad_jump, grad_average, degree)}
+                                          grad_jump, grad_average, degree, div, div_outer,
+                                          D, curl)}
 DOMAIN_OPERATORS = {op.name: op for op in (position, normal, measure, measure_ratio,
-                                           deformation_gradient)}
+                                           deformation_gradient, lookup)}
 ALL_OPERATORS = {**FIELD_OPERATORS, **DOMAIN_OPERATORS, "scalar_type": scalar_type}
 
 # Warp operators that kernelc.fem does not provide yet; naming one in an integrand raises a
 # KernelError that says so.
-NOT_SUPPORTED = ("D", "div", "curl", "div_outer", "at_node", "node_count", "node_index",
-                 "node_inner_weight", "node_outer_weight", "node_inner_weight_gradient",
-                 "node_outer_weight_gradient", "node_partition_index", "lookup",
-                 "partition_lookup", "element_closest_point", "element_coordinates",
-                 "element_index", "element_partition_index", "environment_index", "cells",
+NOT_SUPPORTED = ("at_node", "node_count", "node_index", "node_inner_weight",
+                 "node_outer_weight", "node_inner_weight_gradient", "node_outer_weight_gradient",
+                 "node_partition_index", "partition_lookup", "element_closest_point",
+                 "element_coordinates", "element_index", "element_partition_index", "environment_index", "cells",
                  "to_inner_cell", "to_outer_cell", "to_cell_side")

@@ -12,6 +12,7 @@ from kernelc.fem.polynomial import Polynomial
 from kernelc.fem.shape import ElementBasis, ShapeFunction, make_element_shape_function
 from kernelc.fem.topology import SpaceTopology, make_topology
 from kernelc.fem.types import sample_type, vec_type
+from kernelc.fem.valuetypes import ValueAlgebra, dof_count, scalar_of, value_algebra
 
 
 class ShapeBasisSpace:
@@ -121,20 +122,23 @@ def make_space_partition(space: "FunctionSpace | None" = None,
 
 
 class FunctionSpace:
-    """A scalar- or vector-valued space on a basis, all values of a node stored together
-    (Warp's `CollocatedFunctionSpace`)."""
+    """A scalar-, vector- or matrix-valued space on a basis, all values of a node stored
+    together (Warp's `CollocatedFunctionSpace`)."""
 
     def __init__(self, basis: ShapeBasisSpace, dtype: Any = None) -> None:
         self._basis = basis
         scalar = basis.geometry.scalar_type
-        self.dtype = scalar if dtype is None else dtype
-        if kc.types.as_type(self.dtype) != kc.types.as_type(scalar):
+        resolved = kc.types.as_type(scalar if dtype is None else dtype)
+        if resolved is None or scalar_of(resolved) != kc.types.as_type(scalar):
             raise NotImplementedError(
-                "only scalar function spaces (of the geometry's scalar type) are supported yet")
+                f"function spaces of {dtype!r} on a {kc.types.as_type(scalar)!r} geometry are "
+                "not supported yet: values must be scalars, vectors or matrices of the "
+                "geometry's scalar type")
+        self.dtype = scalar if dtype is None else dtype
+        self.dof_dtype = self.dtype
         self.dof_mapper = None
         self.ORDER = basis.ORDER
-        self.NODE_DOF_COUNT = 1
-        self.VALUE_DOF_COUNT = 1
+        self.NODE_DOF_COUNT = self.VALUE_DOF_COUNT = dof_count(resolved)
         self.dimension = basis.geometry.dimension
 
     @property
@@ -172,8 +176,28 @@ class FunctionSpace:
         return self.geometry.scalar_type
 
     @property
+    def algebra(self) -> ValueAlgebra:
+        """Device funcs building values, gradients and divergences of this space's type."""
+        return value_algebra(kc.types.as_type(self.dtype), self.geometry.cell_dimension)
+
+    @property
     def gradient_dtype(self) -> Any:
-        return vec_type(self.geometry.cell_dimension, self.geometry.scalar_type)
+        """Type of gradients (None for matrix values, which have none)."""
+        return self.algebra.grad_type
+
+    @property
+    def divergence_dtype(self) -> Any:
+        """Type of divergences (None where there is none)."""
+        return self.algebra.div_type
+
+    def gradient_valid(self) -> bool:
+        """Whether fields of this space have a gradient (scalar and vector values)."""
+        return self.gradient_dtype is not None
+
+    def divergence_valid(self) -> bool:
+        """Whether fields of this space have a divergence (vectors and matrices whose
+        leading size is the geometry's dimension)."""
+        return self.divergence_dtype is not None
 
     @property
     def sample_type(self) -> Any:
@@ -232,7 +256,7 @@ def make_collocated_function_space(basis_space: ShapeBasisSpace, dtype: Any = No
 
     Args:
         basis_space: The basis.
-        dtype: Value type (the geometry's scalar type; vectors are not supported yet).
+        dtype: Value type: the geometry's scalar type (default), or a vector or matrix of it.
         dof_mapper: Not supported yet.
     """
     if dof_mapper is not None:
@@ -248,7 +272,8 @@ def make_polynomial_space(geo: Geometry, dtype: Any = None, dof_mapper: Any = No
 
     Args:
         geo: The geometry (`Grid2D` or `Grid3D`).
-        dtype: Value type: the geometry's scalar type (default).
+        dtype: Value type: the geometry's scalar type (default), or a vector or matrix of it
+            (`kc.vec2`, `kc.mat33d`, ...).
         dof_mapper: Not supported yet.
         degree: Polynomial degree.
         element_basis: `ElementBasis.LAGRANGE` (default) or `ElementBasis.SERENDIPITY`.

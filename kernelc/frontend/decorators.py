@@ -191,7 +191,7 @@ def _match(want: T.Type | None, got: T.Type) -> T.Type | None:
     """`got` if it fits the (possibly generic) parameter type `want`, else None."""
     if want is None:
         return got
-    if isinstance(want, T.ArrayType) and isinstance(got, T.ArrayType):
+    if isinstance(want, (T.ArrayType, T.IndexedArrayType)) and type(got) is type(want):
         if want.ndim == got.ndim and (want.dtype is None or want.dtype == got.dtype):
             return got
         return None
@@ -238,8 +238,7 @@ class Kernel(_SourceMixin):
 
     @property
     def is_generic(self) -> bool:
-        return any(t is None or (isinstance(t, T.ArrayType) and t.dtype is None)
-                   for t in self.param_types)
+        return any(T.is_generic(t) for t in self.param_types)
 
     def specialize(self, arg_types: Sequence[T.Type]) -> tuple[T.Type, ...]:
         return tuple(got if want is None else (_match(want, got) or want)
@@ -250,7 +249,7 @@ class Kernel(_SourceMixin):
         from kernelc.frontend.lower import lower_kernel
 
         types = self.param_types if arg_types is None else tuple(arg_types)
-        if any(t is None or (isinstance(t, T.ArrayType) and t.dtype is None) for t in types):
+        if any(T.is_generic(t) for t in types):
             raise KernelError(f"kernel '{self.__name__}' is generic: give arg_types",
                               kernel=self.__name__)
         module = self._ir.get(types)
@@ -310,4 +309,4 @@ def _raw_signature(f: Callable) -> tuple:
 
 def _generic_array(ann: Any) -> bool:
     t = T.as_type(ann)
-    return isinstance(t, T.ArrayType) and t.dtype is None
+    return t is not None and T.is_generic(t)

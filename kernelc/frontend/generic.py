@@ -42,7 +42,7 @@ def overload(kernel: Kernel | Callable, arg_types: Sequence[Any] | Mapping[str, 
     types = []
     for name, want, given in zip(names, kernel.param_types, arg_types):
         t = want if given is None else T.as_type(given)
-        if t is None or (isinstance(t, T.ArrayType) and t.dtype is None):
+        if T.is_generic(t):
             raise KernelError(f"overload(): parameter '{name}' needs a concrete type",
                               kernel._param_loc(name), kernel.__name__)
         if _match(want, t) is None:

@@ -13,6 +13,7 @@ from kernelc.frontend.builder import IRBuilder, Val
 from kernelc.frontend.construct import ConstructLowering
 from kernelc.frontend.lower_aggregate import AggregateLowering
 from kernelc.frontend.lower_expr import (
+    ArrayView,
     ExprLowering,
     LocalArray,
     PyObj,
@@ -203,9 +204,11 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             value = Val(self.b.op(OpCode.TID, (), T.int32, (0, 0)))
         if isinstance(bound, LocalArray):
             raise KernelError(f"local array '{name}' cannot be reassigned")
-        if isinstance(value, (PyObj, TupleVal, StorageHandle)):
+        # A view `v = a[i]` is bound as it is, like a tuple: it names the array and indices.
+        if isinstance(value, (PyObj, TupleVal, StorageHandle, ArrayView)):
             if isinstance(bound, ir.Slot):
-                raise KernelError(f"'{name}' holds a {bound.type!r}; it cannot become a tuple")
+                raise KernelError(f"'{name}' holds a {bound.type!r}; it cannot become a tuple "
+                                  f"or an array view")
             self.names[name] = value
             return
         value = self.as_val(value, node)
@@ -306,7 +309,7 @@ def is_generic(annotation: Any) -> bool:
     if annotation is typing.Any:
         return True
     t = T.as_type(annotation)
-    return isinstance(t, T.ArrayType) and t.dtype is None
+    return t is not None and T.is_generic(t)
 
 
 _CONSTRUCT_NAMES = {

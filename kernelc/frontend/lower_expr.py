@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from kernelc import types as T
-from kernelc.builtins import BUILTINS, Builtin, Expansion
+from kernelc.builtins import BUILTINS, Builtin, Expansion, indexed_array
 from kernelc.builtins.registry import unify
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
@@ -52,7 +52,14 @@ class ArrayView:
 
 @dataclass(frozen=True)
 class ShapeRef:
+    """`a.shape` (of a view `a[i]`: `skip` is how many leading dimensions it indexes)."""
+
     array: Val
+    skip: int = 0
+
+
+# Values that take `a[i, ...]`, `a.shape` and atomics: arrays and indexed arrays.
+ARRAY_TYPES = (T.ArrayType, T.IndexedArrayType)
 
 
 class StorageHandle:
@@ -113,10 +120,14 @@ class ExprLowering:
             if not hasattr(base.obj, node.attr):
                 raise KernelError(f"'{_describe(base.obj)}' has no attribute '{node.attr}'")
             return self.from_python(getattr(base.obj, node.attr), node)
-        if isinstance(base, Val) and isinstance(base.type, T.ArrayType) and node.attr == "shape":
+        if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES) and node.attr == "shape":
             return ShapeRef(base)
-        if isinstance(base, Val) and isinstance(base.type, T.ArrayType) and node.attr == "dtype":
+        if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES) and node.attr == "dtype":
             return PyObj(base.type.dtype)  # `a.dtype(x)` converts, as in Warp's generic code
+        if isinstance(base, ArrayView) and node.attr in ("shape", "dtype"):  # of `v = a[i]`
+            if node.attr == "dtype":
+                return PyObj(base.array.type.dtype)
+            return ShapeRef(base.array, len(base.indices))
         return self.value_attribute(base, node.attr, node)
 
     def value_attribute(self, base: Any, attr: str, node: ast.AST):
@@ -148,17 +159,17 @@ class ExprLowering:
                 if not -len(items.items) <= axis < len(items.items):
                     raise KernelError(f"tuple index {axis} out of range")
                 return items.items[axis]
-            ndim = base.array.type.ndim
+            ndim = base.array.type.ndim - base.skip
             if not 0 <= axis < ndim:
                 raise KernelError(f"shape index {axis} out of range for a {ndim}-d array")
-            return Val(self.b.op(OpCode.ARRAY_SHAPE, (base.array.value,), T.int32, axis))
+            return Val(self.array_dim(base.array, base.skip + axis))
         indices = tuple(self.index_value(n) for n in index_nodes)
         if isinstance(base, LocalArray):
             if len(indices) != 1:
                 raise KernelError("local arrays take one index")
             return Val(self.b.op(OpCode.LOCAL_LOAD, (indices[0].value,), base.slot.type.dtype,
                                  base.slot))
-        if isinstance(base, Val) and isinstance(base.type, T.ArrayType):
+        if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES):
             base = ArrayView(base, ())
         if isinstance(base, ArrayView):
             return self.index_array(base, indices)
@@ -175,8 +186,21 @@ class ExprLowering:
             raise KernelError(f"too many indices ({len(full)}) for a {ndim}-d array")
         if len(full) < ndim:
             return ArrayView(view.array, full)
-        args = (view.array.value, *(i.value for i in full))
-        return Val(self.b.op(OpCode.ARRAY_LOAD, args, view.array.type.dtype))
+        data, where = self.element_address(view.array, full)
+        return Val(self.b.op(OpCode.ARRAY_LOAD, (data, *where), view.array.type.dtype))
+
+    def element_address(self, arr: Val, indices: tuple[Val, ...]):
+        """(plain array, its indices) of element `arr[indices]`: an indexed array's element
+        is looked up through its index arrays (`builtins/indexed_array.py`)."""
+        if isinstance(arr.type, T.IndexedArrayType):
+            return indexed_array.element(self.b, arr.value, tuple(i.value for i in indices))
+        return arr.value, tuple(i.value for i in indices)
+
+    def array_dim(self, arr: Val, axis: int):
+        """The int32 size of dimension `axis` of an array or indexed array."""
+        if isinstance(arr.type, T.IndexedArrayType):
+            return indexed_array.dim_size(self.b, arr.value, axis)
+        return self.b.op(OpCode.ARRAY_SHAPE, (arr.value,), T.int32, axis)
 
     def index_value(self, node: ast.AST) -> Val:
         v = self.as_val(self.visit(node), node)

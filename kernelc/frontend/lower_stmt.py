@@ -7,7 +7,14 @@ import ast
 from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
-from kernelc.frontend.lower_expr import BINOPS, ArrayView, LocalArray, PyObj, TupleVal
+from kernelc.frontend.lower_expr import (
+    ARRAY_TYPES,
+    BINOPS,
+    ArrayView,
+    LocalArray,
+    PyObj,
+    TupleVal,
+)
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
@@ -74,7 +81,7 @@ class StmtLowering:
             value = self.coerce(value, base.slot.type.dtype)
             self.b.append(ir.LocalStore(self.b.loc, base.slot, indices[0].value, value.value))
             return
-        if isinstance(base, Val) and isinstance(base.type, T.ArrayType):
+        if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES):
             base = ArrayView(base, ())
         if isinstance(base, ArrayView):
             full = base.indices + indices
@@ -84,8 +91,8 @@ class StmtLowering:
                     f"a {arr.type.ndim}-d array needs {arr.type.ndim} indices, got {len(full)}"
                 )
             value = self.coerce_store(value, arr.type.dtype)
-            self.b.append(ir.ArrayStore(self.b.loc, arr.value, tuple(i.value for i in full),
-                                        value.value))
+            data, where = self.element_address(arr, full)
+            self.b.append(ir.ArrayStore(self.b.loc, data, where, value.value))
             return
         self.assign_component(base, indices, value, target)
 
@@ -108,7 +115,7 @@ class StmtLowering:
         if isinstance(target, ast.Subscript) and op in (OpCode.ADD, OpCode.SUB):
             base = self.visit(target.value)
             if isinstance(base, (ArrayView, Val)) and (
-                isinstance(base, ArrayView) or isinstance(base.type, T.ArrayType)
+                isinstance(base, ArrayView) or isinstance(base.type, ARRAY_TYPES)
             ):
                 self.atomic_update(base, target, op, node)
                 return
@@ -131,8 +138,8 @@ class StmtLowering:
         self.atomic(arr, indices, value, kind)
 
     def atomic(self, arr: Val, indices, value: Val, kind: str) -> Val:
-        args = (arr.value, *(i.value for i in indices), value.value)
-        return Val(self.b.op(OpCode.ATOMIC, args, arr.type.dtype, kind))
+        data, where = self.element_address(arr, tuple(indices))
+        return Val(self.b.op(OpCode.ATOMIC, (data, *where, value.value), arr.type.dtype, kind))
 
     # ---- control flow ---------------------------------------------------------------------
 

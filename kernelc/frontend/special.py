@@ -16,7 +16,6 @@ from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import LocalArray, PyObj
 from kernelc.ir import nodes as ir
-from kernelc.ir.nodes import OpCode
 
 
 def special(name: str):
@@ -151,8 +150,8 @@ def _len(lowerer, node: ast.Call):
         n = v.slot.type.length
         return Val(lowerer.b.const(n, T.int32), const=n)
     v = lowerer.as_val(v, node)
-    if isinstance(v.type, T.ArrayType):
-        return Val(lowerer.b.op(OpCode.ARRAY_SHAPE, (v.value,), T.int32, 0))
+    if isinstance(v.type, (T.ArrayType, T.IndexedArrayType)):
+        return Val(lowerer.array_dim(v, 0))
     return lowerer.length_of(v)
 
 

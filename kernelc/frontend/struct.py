@@ -28,8 +28,8 @@ def struct(cls: type) -> type:
     fields = []
     for name, ann in annotations.items():
         t = T.as_type(ann)
-        if t is None or isinstance(t, (T.VoidType, T.TupleType, T.LocalArrayType)) or (
-                isinstance(t, T.ArrayType) and t.dtype is None):
+        if t is None or isinstance(t, (T.VoidType, T.TupleType, T.LocalArrayType)) or \
+                T.is_generic(t):
             raise KernelError(f"field '{name}' of struct '{cls.__name__}' has no kernelc type "
                               f"({ann!r})")
         fields.append((name, t))
@@ -39,6 +39,7 @@ def struct(cls: type) -> type:
     cls.__repr__ = _struct_repr
     cls.numpy_dtype = staticmethod(lambda: numpy_dtype(st))
     cls.numpy_value = _numpy_value
+    cls.to = _to_device
     return cls
 
 
@@ -89,6 +90,23 @@ def numpy_dtype(st: T.StructType) -> np.dtype:
                      "offsets": list(st.offsets), "itemsize": st.size})
 
 
+def _to_device(self, device: Any) -> Any:
+    """A copy of this instance whose arrays are on `device` (nested structs too), as
+    Warp's `Struct.to`: arrays already there are shared, others copied; an indexed array
+    moved to another device becomes a plain indexed array over its contiguous copy."""
+    st = type(self)._kc_type
+    out = st.cls()
+    for name, t in st.fields:
+        value = getattr(self, name)
+        if value is not None and isinstance(t, (T.ArrayType, T.StructType)):
+            value = value.to(device)
+        elif value is not None and isinstance(t, T.IndexedArrayType):
+            moved = value.to(device)
+            value = moved if moved is value else type(value)(moved)
+        setattr(out, name, value)
+    return out
+
+
 def _numpy_value(self) -> np.void:
     """This instance as one element of `numpy_dtype()` (array fields left zero)."""
     return np.frombuffer(struct_bytes(type(self)._kc_type, self), numpy_dtype(
@@ -110,6 +128,8 @@ def struct_bytes(t: T.Type, value: Any) -> bytes:
         return np.ascontiguousarray(data).tobytes()
     if isinstance(t, T.ArrayType):
         return _array_bytes(t, value)
+    if isinstance(t, T.IndexedArrayType):
+        return _indexed_bytes(t, value)
     if isinstance(t, T.StructType):
         kc_type = getattr(value, "_kc_type", None)
         if kc_type is not t and kc_type != t:
@@ -161,3 +181,28 @@ def _array_bytes(t: T.ArrayType, value: Any) -> bytes:
         raise TypeError(f"expected {t!r}, got {type(value).__name__}")
     header = [int(value.ptr)] + list(value.shape) + list(value.strides)
     return np.asarray(header, dtype=np.int64).tobytes()
+
+
+def _indexed_bytes(t: T.IndexedArrayType, value: Any) -> bytes:
+    """An indexed array's record (`kernelc.types.IndexedArrayType`); None packs a null one."""
+    if value is None:
+        return bytes(t.size)
+    kc_type = getattr(value, "_kc_type", None)
+    if not isinstance(kc_type, T.IndexedArrayType) or kc_type.ndim != t.ndim \
+            or kc_type.dtype != t.dtype or getattr(value, "data", None) is None:
+        raise TypeError(f"expected {t!r}, got {type(value).__name__}")
+    packed = getattr(value, "_kc_packed", None)  # its parts never change: packed once
+    if packed is None:
+        data = value.data
+        words = [int(data.ptr), *data.shape, *data.strides]
+        mask = 0
+        for k in range(t.ndim):
+            index = value.indices[k]
+            if index is None:  # null: the dimension's index is used as it is
+                words += [0, value.shape[k], 0]
+            else:
+                words += [int(index.ptr), value.shape[k], index.strides[0]]
+                mask |= 1 << k
+        packed = np.asarray(words, dtype=np.int64).tobytes() + pystruct.pack("<iI", mask, 0)
+        value._kc_packed = packed
+    return packed

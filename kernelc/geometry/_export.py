@@ -7,7 +7,6 @@ the class as its attribute, so the warning comes once per process (Warp also war
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 __all__ = ["MarchingCubes"]  # noqa: F822 (given by the module __getattr__ below)
@@ -16,9 +15,10 @@ __all__ = ["MarchingCubes"]  # noqa: F822 (given by the module __getattr__ below
 def __getattr__(name: str) -> Any:
     if name == "MarchingCubes":
         from kernelc.geometry.marching_cubes import IsoSurfaceMarchingCubes
+        from kernelc.logger import log_warning
 
-        warnings.warn("wp.MarchingCubes is deprecated; use "
-                      "wp.geometry.IsoSurfaceMarchingCubes instead.", DeprecationWarning,
-                      stacklevel=3)
+        log_warning("wp.MarchingCubes is deprecated; use "
+                    "wp.geometry.IsoSurfaceMarchingCubes instead.", DeprecationWarning,
+                    stacklevel=3)
         return IsoSurfaceMarchingCubes
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,6 @@ classic table, in cell order.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import kernelc as kc
@@ -25,6 +24,7 @@ from kernelc.geometry.iso_surface import (
     scan_counts,
     validate_field,
 )
+from kernelc.logger import log_warning
 from kernelc.runtime.array import array
 
 # Each slot of TRI_LOCAL_INDICES as its edge's node offset in the cell (bits 0-2: x, y, z)
@@ -45,7 +45,7 @@ _UNSET: Any = _Unset()
 
 
 def _deprecated(message: str, stacklevel: int = 3) -> None:
-    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel)
+    log_warning(message, DeprecationWarning, stacklevel=stacklevel)
 
 
 def marching_cubes(field: array, threshold: float, lower: Any, delta: Any

@@ -134,10 +134,20 @@ def _dense_matvec(A: array) -> Callable:
 def _diag_matvec(A: array) -> Callable:
     def diag_mv(x: array, y: array, z: array, alpha: float, beta: float) -> None:
         scalar = A.dtype
+        x, y, z = (_scalars(v, scalar, A.shape[0]) for v in (x, y, z))
         kc.launch(K.diag_mv_kernel, dim=A.shape[0], device=A.device,
                   inputs=[A, x, y, z, scalar(alpha), scalar(beta), scalar(0)])
 
     return diag_mv
+
+
+def _scalars(v: array, scalar: T.ScalarType, count: int) -> array:
+    """A contiguous array of vectors (a block system's unknowns) seen as `count` scalars."""
+    if v.dtype == scalar or not v.is_contiguous or v.size * v.dtype.size != count * scalar.size:
+        return v
+    from kernelc.sparse.matrix import scalar_view
+
+    return scalar_view(v, scalar, (count,))
 
 
 def _is_kernelc_sparse(A: Any) -> bool:

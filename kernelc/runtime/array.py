@@ -22,7 +22,12 @@ import numpy as np
 from kernelc.runtime import memory
 from kernelc.runtime.array_access import AccessMixin
 from kernelc.runtime.array_grad import GradMixin, copy_grads, init_grad, view_grad
-from kernelc.runtime.array_struct import struct_fill_value, struct_host_data, struct_instances
+from kernelc.runtime.array_struct import (
+    keep_field_arrays,
+    struct_fill_value,
+    struct_host_data,
+    struct_instances,
+)
 from kernelc.runtime.device import Device, get_device
 from kernelc.runtime.memory import Shapelike, contiguous_strides, element_layout, normalize_shape
 from kernelc.types import ArrayType, MatrixType, ScalarType, StructType, Type, VectorType, as_type
@@ -181,6 +186,7 @@ class array(GradMixin, AccessMixin):
 
     def _init_from_host(self, data: Any, dtype: Type | None, shape: Shapelike | None,
                         device: Devicelike, copy: bool) -> None:
+        keep_field_arrays(self, dtype, data)  # struct instances' arrays: their addresses
         data, dtype = struct_host_data(data, dtype)  # lists of struct instances
         try:
             if dtype is None:
@@ -329,8 +335,14 @@ class array(GradMixin, AccessMixin):
         return str(self.numpy())
 
     def __getitem__(self, key: Any) -> Any:
-        """Views for ints and slices (step > 0); the element itself when fully indexed."""
+        """Views for ints and slices (step > 0); the element itself when fully indexed; a
+        `kc.indexedarray` where index arrays (1-d int32 arrays) stand for dimensions."""
         self._require_memory("indexing")
+        if isinstance(key, array) or (
+                isinstance(key, tuple) and any(isinstance(k, array) for k in key)):
+            from kernelc.runtime.indexedarray import index_with_arrays
+
+            return index_with_arrays(self, key)
         ptr, shape, strides = memory.index_layout(self.ptr, self.shape, self.strides, key)
         if not shape:  # fully indexed: read the one element (NumPy's rule; Warp refuses)
             element = self._view(ptr, (1,), (self.dtype.size,))
@@ -364,6 +376,19 @@ class array(GradMixin, AccessMixin):
     def flatten(self) -> array:
         """A 1-d array of all elements: a view if contiguous, else a contiguous copy."""
         return self.contiguous().reshape(self.size)
+
+    def view(self, dtype: Any) -> array:
+        """The same memory seen as elements of `dtype`, which must have the byte size of
+        this array's elements (Warp's `array.view`); no grad."""
+        self._require_memory("view()")
+        resolved = memory.resolve_dtype(dtype)
+        if resolved.size != self.dtype.size:
+            raise TypeError(f"cannot view an array of {self.dtype!r} as {resolved!r}: their "
+                            "sizes differ")
+        view = array._over(self._alloc, self.ptr, self.shape, self.strides, resolved,
+                           self.pinned)
+        view._ref = self
+        return view
 
     def transpose(self, axes: Sequence[int] | None = None) -> array:
         """A view with the dimensions permuted (reversed by default)."""
@@ -399,6 +424,7 @@ class array(GradMixin, AccessMixin):
                              f"shape {pattern.shape}")
         if self.size:
             memory.fill_array(self, np.broadcast_to(pattern, inner))
+        keep_field_arrays(self, self.dtype, value)
         self.mark_init()  # initialised: earlier reads no longer matter
 
     def zero_(self) -> None:

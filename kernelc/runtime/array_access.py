@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
 from typing import Any
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,5 +70,8 @@ def user_frame(depth: int = 1) -> tuple[Any, int]:
 
 
 def warn_user(message: str) -> None:
-    """A UserWarning attributed to the first caller outside kernelc."""
-    warnings.warn(message, UserWarning, stacklevel=user_frame(2)[1])
+    """A UserWarning, through the active logger, attributed to the first caller outside
+    kernelc."""
+    from kernelc.logger import log_warning
+
+    log_warning(message, UserWarning, stacklevel=user_frame(2)[1])

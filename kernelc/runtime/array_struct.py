@@ -89,7 +89,9 @@ def struct_instance(st: T.StructType, record: np.void) -> Any:
     values = {}
     for name, field in st.fields:
         item = record[name]
-        if isinstance(field, T.StructType):
+        if isinstance(field, (T.ArrayType, T.IndexedArrayType)):
+            values[name] = None  # only its address is stored: the object is not known
+        elif isinstance(field, T.StructType):
             values[name] = struct_instance(field, item)
         elif isinstance(field, (T.VectorType, T.MatrixType)):
             values[name] = field(np.array(item))
@@ -101,3 +103,41 @@ def struct_instance(st: T.StructType, record: np.void) -> Any:
 def struct_instances(st: T.StructType, records: np.ndarray) -> list[Any]:
     """Struct instances for the records of a structured NumPy array, in C order."""
     return [struct_instance(st, record) for record in records.reshape(-1)]
+
+
+def holds_arrays(st: T.Type) -> bool:
+    """Whether a struct type has array or indexed array fields (nested ones too)."""
+    if isinstance(st, (T.ArrayType, T.IndexedArrayType)):
+        return True
+    return isinstance(st, T.StructType) and any(holds_arrays(f) for _, f in st.fields)
+
+
+def struct_refs(data: Any) -> list[Any]:
+    """The arrays held by the struct instances in `data` (nested lists too). An array of
+    structs copies their addresses, so it keeps these alive."""
+    if isinstance(data, np.ndarray) and data.dtype == object:
+        data = data.ravel().tolist()
+    out: list[Any] = []
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (list, tuple)):
+            pending.extend(item)
+            continue
+        st = getattr(item, "_kc_type", None)
+        if not isinstance(st, T.StructType):
+            continue
+        for name, field in st.fields:
+            value = getattr(item, name, None)
+            if isinstance(field, (T.ArrayType, T.IndexedArrayType)) and value is not None:
+                out.append(value)
+            elif isinstance(field, T.StructType):
+                pending.append(value)
+    return out
+
+
+def keep_field_arrays(owner: Any, dtype: Any, data: Any) -> None:
+    """Makes an array of structs built or filled from the instances in `data` keep the
+    arrays their fields hold alive (it holds only their addresses)."""
+    if isinstance(dtype, T.StructType) and holds_arrays(dtype):
+        owner._field_refs = struct_refs(data)

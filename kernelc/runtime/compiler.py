@@ -18,13 +18,15 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.config import config
-from kernelc.errors import Loc
+from kernelc.errors import KernelError, Loc
 from kernelc.ir import nodes as ir
 from kernelc.ir.passes import run_pipeline
 from kernelc.ir.printer import format_module
+from kernelc.logger import LOG_INFO, log_debug, log_info
 from kernelc.runtime.cache import DiskCache, cache_key, codegen_fingerprint, sha256
 from kernelc.runtime.cpu import CpuKernel, CpuState, args_ctype, cpu_state, kernel_cfunc
 from kernelc.runtime.native import LIBRARY_EXT, NO_LINK_EXT, LinkJob
+from kernelc.typevars import has_constraint
 
 OBJECT_EXT = "o"
 
@@ -124,9 +126,8 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
         backend_time=(t2 - t1) * 1e3, cache=loaded.cache,
     )
     _trace_compile(kernel.__name__, loaded, t0, t1, t2)
-    if config.log_level == "debug":
-        how = "compiled" if loaded.cache == "miss" else "cached"
-        print(f"Module {kernel.key} load on device 'cpu' took {(t2 - t0) * 1e3:.2f} ms  ({how})")
+    if config.log_level <= LOG_INFO:
+        _log_load(kernel, loaded, key, t0, t1, t2)
     kernel.compiled[mem_key] = compiled
     return compiled
 
@@ -192,6 +193,15 @@ def _object_code(state: CpuState, disk: DiskCache, key: str, entry: str, module:
     if cached is not None:
         return cached[0]
     return state.jit.compile(_llvm_text(module, entry, options))
+
+
+def _log_load(kernel, loaded: _Loaded, key: str, t0: float, t1: float, t2: float) -> None:
+    """Warp's load line at info level (`config.log_level = kc.LOG_INFO`), and where the
+    time went at debug level."""
+    how = "compiled" if loaded.cache == "miss" else "cached"
+    log_debug(f"Kernel {kernel.key} on device 'cpu': codegen {(t1 - t0) * 1e3:.2f} ms, "
+              f"{loaded.phase} {(t2 - t1) * 1e3:.2f} ms (cache key {key[:12]})")
+    log_info(f"Module {kernel.key} load on device 'cpu' took {(t2 - t0) * 1e3:.2f} ms  ({how})")
 
 
 def _trace_compile(name: str, loaded: _Loaded, t0: float, t1: float, t2: float) -> None:
@@ -280,13 +290,18 @@ def compile_kernel(kernel, target: str = "cpu", arch: int | None = None,
 
 def _arg_types(kernel, arg_types: Any) -> tuple[T.Type, ...]:
     if arg_types is None:
-        return kernel.param_types
-    if isinstance(arg_types, dict):
-        arg_types = [arg_types[n] for n in kernel.arg_names]
-    types = []
-    for a in arg_types:
-        t = T.as_type(a)
-        if t is None:
-            raise TypeError(f"{a!r} is not a kernelc type")
-        types.append(t)
-    return kernel.specialize(tuple(types))
+        types = kernel.param_types
+    else:
+        if isinstance(arg_types, dict):
+            arg_types = [arg_types[n] for n in kernel.arg_names]
+        given = []
+        for a in arg_types:
+            t = T.as_type(a)
+            if t is None:
+                raise TypeError(f"{a!r} is not a kernelc type")
+            given.append(t)
+        types = kernel.specialize(tuple(given))
+    if has_constraint(types):  # kc.Float / kc.Int / kc.Scalar left unspecialised
+        raise KernelError(f"kernel '{kernel.__name__}' is generic: give arg_types",
+                          kernel=kernel.__name__)
+    return types

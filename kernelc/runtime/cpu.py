@@ -259,18 +259,20 @@ def ctype_of(t: T.Type) -> type:
         return array_ctype(t.ndim)
     if isinstance(t, (T.VectorType, T.MatrixType)):
         return _SCALAR_CTYPES[t.dtype.name] * t.count
-    if isinstance(t, T.StructType):
+    if isinstance(t, (T.StructType, T.IndexedArrayType)):
         return struct_ctype(t)
     raise NotImplementedError(f"cannot pass {t!r} to a CPU kernel yet")
 
 
-_STRUCT_CTYPES: dict[T.StructType, type] = {}
+_STRUCT_CTYPES: dict[T.Type, type] = {}
 
 
-def struct_ctype(t: T.StructType) -> type:
-    """A ctypes Structure with the struct's C layout (ctypes aligns fields as C does)."""
+def struct_ctype(t: T.StructType | T.IndexedArrayType) -> type:
+    """A ctypes Structure with the struct's (or indexed array's) C layout (ctypes aligns
+    fields as C does)."""
     if t not in _STRUCT_CTYPES:
-        _STRUCT_CTYPES[t] = type(f"Struct_{t.name}", (ctypes.Structure,), {
+        _STRUCT_CTYPES[t] = type(f"Struct_{getattr(t, 'name', 'indexedarray')}",
+                                 (ctypes.Structure,), {
             "_fields_": [(name, ctype_of(f)) for name, f in t.fields]
             or [("_padding", ctypes.c_uint8)]  # an empty struct is one byte, as in C++
         })

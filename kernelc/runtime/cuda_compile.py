@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from kernelc import types as T
 from kernelc.config import config
+from kernelc.logger import LOG_INFO, log_debug, log_info
 from kernelc.runtime.cache import DiskCache, cache_key
 
 DEFAULT_ARCH = 75  # the oldest arch NVRTC 13 targets: runs on every GPU it supports
@@ -68,9 +69,13 @@ def build_cuda_image(kernel, arg_types: tuple[T.Type, ...], arch: int) -> CudaIm
     t2 = time.perf_counter()
     result = CudaImage(source, image, fmt, key, arch, (t1 - t0) * 1e3, (t2 - t1) * 1e3, cache)
     kernel.compiled[mem_key] = result
-    if config.log_level == "debug":
+    if config.log_level <= LOG_INFO:
         how = "compiled" if cache == "miss" else "cached"
-        print(f"Module {kernel.key} build for sm_{arch} took {(t2 - t0) * 1e3:.2f} ms  ({how})")
+        what = "NVRTC compile" if cache == "miss" else "cache read"
+        log_debug(f"Kernel {kernel.key} for sm_{arch}: codegen {(t1 - t0) * 1e3:.2f} ms, "
+                  f"{what} {(t2 - t1) * 1e3:.2f} ms ({fmt}, cache key {key[:12]})")
+        log_info(f"Module {kernel.key} build for sm_{arch} took {(t2 - t0) * 1e3:.2f} ms  "
+                 f"({how})")
     return result
 
 

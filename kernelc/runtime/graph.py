@@ -7,14 +7,16 @@ Memory cannot be allocated during a capture (allocate the arrays first); arrays 
 during one are released when it ends; debug-mode error records are not read inside it.
 
 On the CPU, a capture records each launch issued by the capturing thread as a packed
-`kernelc.runtime.launch.Launch` instead of running it, and each timing event recorded
-meanwhile as a marker. `capture_launch` replays the list in order without checking or
-packing arguments; the events get their timestamps as the replay reaches them, so they time
-the replay, not the recording.
+`kernelc.runtime.launch.Launch` instead of running it, each host copy and memset as a
+deferred operation, each timing event as a marker, and each `capture_if` / `capture_while`
+as a conditional node holding the operations its bodies recorded. `capture_launch` replays
+the list in order without checking or packing arguments; the events get their timestamps as
+the replay reaches them, so they time the replay, not the recording.
 """
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from types import TracebackType
@@ -23,6 +25,17 @@ from typing import Any
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.device import Device, Devicelike, cuda_runtime, get_device
 from kernelc.timing.flags import TIMING_GRAPH
+
+
+class CaptureMode(enum.IntEnum):
+    """How a CUDA stream capture treats unsafe calls from other threads (cudaStreamCaptureMode).
+
+    CPU captures always record only the capturing thread's work.
+    """
+
+    GLOBAL = 0
+    THREAD_LOCAL = 1
+    RELAXED = 2
 
 
 class Graph:
@@ -73,7 +86,8 @@ class CpuCapture:
         self.thread = threading.get_ident()
 
     def intercept(self, cmd: Any) -> bool:
-        """Records a packed launch instead of running it; False for other threads' launches."""
+        """Records a packed launch (or a host copy or memset: anything with a `launch()`)
+        instead of running it; False for other threads' work."""
         if threading.get_ident() != self.thread:
             return False
         self.ops.append(cmd)
@@ -92,6 +106,10 @@ class ScopedCapture:
         stream: CUDA only: the stream to capture (None: the device's current stream).
         force_module_load: Load the kernels of `__main__` on the device first, so that no
             compilation or module load happens during the capture.
+        external: Accepted for Warp compatibility; kernelc always starts the capture itself.
+        apic: Accepted for Warp compatibility: CPU captures always record their operations,
+            and kernelc cannot save graphs to files.
+        capture_mode: CUDA only: how the stream capture treats other threads' CUDA calls.
 
     Example:
         >>> with kc.ScopedCapture() as capture:
@@ -101,11 +119,14 @@ class ScopedCapture:
     """
 
     def __init__(self, device: Devicelike = None, stream: Any = None,
-                 force_module_load: bool = True) -> None:
+                 force_module_load: bool | None = True, external: bool = False,
+                 apic: bool = False, capture_mode: CaptureMode = CaptureMode.THREAD_LOCAL
+                 ) -> None:
         self.device = stream.device if stream is not None and device is None else get_device(
             device)
         self.stream = stream
-        self.force_module_load = force_module_load
+        self.force_module_load = True if force_module_load is None else force_module_load
+        self.capture_mode = CaptureMode(capture_mode)
         self.graph: Graph | None = None
         self._cpu: CpuCapture | None = None
         self._scope: Any = None
@@ -149,8 +170,8 @@ class ScopedCapture:
         self._scope = ScopedStream(stream, sync_enter=False)
         self._scope.__enter__()
         try:
-            cuda.call(cuda.cu.cuStreamBeginCapture, stream.handle,
-                      cuda.cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            mode = cuda.cu.CUstreamCaptureMode(int(self.capture_mode))
+            cuda.call(cuda.cu.cuStreamBeginCapture, stream.handle, mode)
         except BaseException:
             self._scope.__exit__(None, None, None)
             raise
@@ -208,16 +229,31 @@ def capture_launch(graph: Graph, stream: Any = None) -> None:
         info.current_stream = saved
 
 
+def run_ops(ops: list[Any]) -> None:
+    """Runs recorded CPU graph operations in order (a replay, or a conditional's body)."""
+    for op in ops:
+        if isinstance(op, _DeferredEvent):
+            op.impl.complete(time.perf_counter_ns())
+        else:
+            op.launch()
+
+
+def _events(ops: list[Any]) -> list[Any]:
+    found = []
+    for op in ops:
+        if isinstance(op, _DeferredEvent):
+            found.append(op.impl)
+        for body in getattr(op, "bodies", ()):  # conditional nodes
+            found += _events(body)
+    return found
+
+
 def _replay_cpu(graph: Graph) -> None:
-    events = [op.impl for op in graph.ops if isinstance(op, _DeferredEvent)]
+    events = _events(graph.ops)
     for impl in events:
         impl.mark_pending()
     try:
-        for op in graph.ops:
-            if isinstance(op, _DeferredEvent):
-                op.impl.complete(time.perf_counter_ns())
-            else:
-                op.launch()
+        run_ops(graph.ops)
     finally:
         # A failed launch must not leave waiters blocked on events it never reached.
         for impl in events:
@@ -230,7 +266,9 @@ _OPEN_CAPTURES: dict[str, ScopedCapture] = {}
 
 
 def capture_begin(device: Devicelike = None, stream: Any = None,
-                  force_module_load: bool | None = None, external: bool = False) -> None:
+                  force_module_load: bool | None = None, external: bool = False,
+                  apic: bool = False, capture_mode: CaptureMode = CaptureMode.THREAD_LOCAL
+                  ) -> None:
     """Starts capturing launches on `device` (Warp's function form of `ScopedCapture`).
 
     Args:
@@ -238,9 +276,10 @@ def capture_begin(device: Devicelike = None, stream: Any = None,
         stream: CUDA only: the stream to capture.
         force_module_load: Load `__main__`'s kernels first (default True).
         external: Accepted for Warp compatibility; kernelc always starts the capture itself.
+        apic: Accepted for Warp compatibility (see `ScopedCapture`).
+        capture_mode: CUDA only: how the stream capture treats other threads' CUDA calls.
     """
-    capture = ScopedCapture(device, stream, True if force_module_load is None
-                            else force_module_load)
+    capture = ScopedCapture(device, stream, force_module_load, external, apic, capture_mode)
     key = capture.device.alias
     if key in _OPEN_CAPTURES:
         raise RuntimeError(f"a capture is already open on {key}; call capture_end() first")
@@ -261,7 +300,8 @@ def capture_end(device: Devicelike = None, stream: Any = None) -> Graph:
 def is_conditional_graph_supported() -> bool:
     """Whether graphs may hold conditional nodes (Warp's `capture_if` / `capture_while`).
 
-    Always False: kernelc's graphs replay straight-line launch lists, so code that asks
-    (as Warp's own utilities do before a device-side loop) takes its host-side path.
+    Always False: kernelc's CUDA graphs hold no conditional nodes, so code that asks (as
+    Warp's own utilities do before a device-side loop) takes its host-side path. CPU graphs
+    do record `capture_if` and `capture_while`.
     """
     return False

@@ -45,6 +45,11 @@ def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Ty
     def fail(msg: str):
         return KernelError(f"argument '{name}': {msg}", kernel._param_loc(name), kernel.__name__)
 
+    if isinstance(want, T.IndexedArrayType) or (
+            want is None and isinstance(getattr(value, "_kc_type", None), T.IndexedArrayType)):
+        from kernelc.runtime.indexedarray import indexed_arg_type
+
+        return indexed_arg_type(want, value, device, fail)
     if want is None or isinstance(want, T.ArrayType):
         kc_type = getattr(value, "_kc_type", None)
         if isinstance(kc_type, T.ArrayType) and getattr(value, "device", None) is None:
@@ -67,9 +72,17 @@ def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Ty
             return _numpy_arg_type(want, value, device, fail)
         if isinstance(value, np.ndarray):
             raise fail("expected a kernelc array, got a numpy.ndarray (wrap it with kc.array)")
+        if want is not None and isinstance(kc_type, T.IndexedArrayType):
+            raise fail(f"expected {want!r}, got a kc.indexedarray (declare the parameter "
+                       f"kc.indexedarray(dtype=...), or pass its .contiguous() copy)")
         if want is not None:
             raise fail(f"expected {want!r}, got {type(value).__name__}")
         return _scalar_type_of(value, fail)
+    if getattr(want, "kinds", None) is not None:  # kc.Float / kc.Int / kc.Scalar
+        got = _scalar_type_of(value, fail)
+        if not want.admits(got):
+            raise fail(f"expected {want!r}, got {type(value).__name__} {value!r}")
+        return got
     if isinstance(want, T.ScalarType):
         if isinstance(value, (bool, np.bool_)):
             ok = True
@@ -94,11 +107,15 @@ def _numpy_arg_type(want: T.ArrayType, value: np.ndarray, device, fail) -> T.Arr
     if not device.is_cpu:
         raise fail(f"a NumPy array can only be used in place by a CPU launch, not on "
                    f"'{device}' (as in Warp); copy it there with kc.array(x, device=...)")
-    if want.dtype is None:  # a generic array parameter: the NumPy scalar type
+    if want.dtype is None or getattr(want.dtype, "kinds", None) is not None:
+        # A generic array parameter (`Any`, `kc.Float`, ...): the NumPy scalar type.
         try:
             elem = T.from_numpy_dtype(value.dtype)
         except TypeError:
             raise fail(f"NumPy dtype {value.dtype} has no kernelc equivalent") from None
+        if want.dtype is not None and want.dtype != elem:
+            raise fail(f"expected an array of {want.dtype!r}, got a NumPy array of "
+                       f"{value.dtype}")
     else:
         elem = want.dtype
     np_dtype, inner = element_layout(elem)

@@ -29,7 +29,7 @@ def makes_promises(kernel: Any, types: tuple[T.Type, ...]) -> bool:
     Read from the kernel's unoptimised IR, which has every store and atomic the optimised
     IR (which the code generator reads) has, so the answer errs on the safe side.
     """
-    if sum(isinstance(t, T.ArrayType) for t in types) < 2:
+    if sum(isinstance(t, (T.ArrayType, T.IndexedArrayType)) for t in types) < 2:
         return False
     known = getattr(kernel, "_kc_promises", None)  # by types (not in `kernel.compiled`,
     if known is None:  # which holds compiled code only)
@@ -70,11 +70,19 @@ def repick_variant(kernel: Any, compiled: Any, disjoint: bool | None, values: Se
 
 
 def overlapping(values: Sequence[Any], types: Sequence[T.Type]) -> bool:
-    """Whether any two array arguments share memory (by the byte ranges they span).
+    """Whether any two array arguments share memory (by the byte ranges they span); an
+    indexed array counts with the whole of its data array, and its index arrays, which may
+    share memory with each other (not with anything else).
 
     On the path of every launch that swaps arrays: kept to a sort and one pass."""
     spans = [span_of(v, t.dtype.size) for v, t in zip(values, types)
              if v is not None and isinstance(t, T.ArrayType)]
+    for v, t in zip(values, types):
+        if v is not None and isinstance(t, T.IndexedArrayType):
+            spans.append(span_of(v.data, t.dtype.size))
+            # One span per distinct index array: `[I, I]` reuses one array.
+            indices = {id(i): i for i in v.indices if i is not None}
+            spans.extend(span_of(i, 4) for i in indices.values())
     spans.sort()
     end = 0
     for lo, hi in spans:

@@ -72,9 +72,10 @@ class LaunchMemo:
 
 
 def held_weakly(values: Sequence[Any]) -> list:
-    """`values` with each kernelc array replaced by a weak reference to it."""
+    """`values` with each kernelc array (and indexed array) replaced by a weak reference."""
     array = _array_class()
-    return [weakref.ref(v) if isinstance(v, array) else v for v in values]
+    return [weakref.ref(v) if isinstance(v, array) or isinstance(
+        getattr(v, "_kc_type", None), T.IndexedArrayType) else v for v in values]
 
 
 def dereferenced(refs: list) -> list:

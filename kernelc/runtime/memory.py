@@ -49,6 +49,8 @@ def resolve_dtype(dtype: Any) -> T.Type | None:
         except TypeError:
             raise TypeError(f"unknown dtype {dtype!r}") from None
     resolved = T.as_type(dtype)
+    if getattr(resolved, "kinds", None) is not None:  # kc.Float / kc.Int / kc.Scalar
+        return resolved  # a generic annotation's dtype; allocating one raises (no size)
     if not isinstance(resolved, (T.ScalarType, T.VectorType, T.MatrixType, T.StructType)):
         raise TypeError(f"arrays hold scalars, vectors, matrices or structs, not {dtype!r}")
     return resolved
@@ -84,11 +86,12 @@ def element_layout(dtype: T.Type) -> tuple[np.dtype, tuple[int, ...]]:
 
 def struct_np_dtype(struct: T.StructType) -> np.dtype:
     """The NumPy structured dtype with the struct's C layout (field offsets and size)."""
-    formats = []
-    for name, field in struct.fields:
-        if isinstance(field, T.ArrayType):
-            raise TypeError(f"arrays of struct {struct!r} are not supported: its field "
-                            f"'{name}' is an array")
+    formats: list[Any] = []
+    for _, field in struct.fields:
+        if isinstance(field, (T.ArrayType, T.IndexedArrayType)):
+            # Pointers, shapes and strides: opaque bytes to NumPy (as `Cls.numpy_dtype()`).
+            formats.append(np.dtype((np.void, field.size)))
+            continue
         np_dtype, inner = element_layout(field)
         formats.append((np_dtype, inner) if inner else np_dtype)
     return np.dtype({"names": [name for name, _ in struct.fields], "formats": formats,
@@ -330,17 +333,56 @@ def allocate(device: Device, nbytes: int, pinned: bool = False, dtype: Any = Non
     return alloc
 
 
+class _HostOperation:
+    """A host copy or memset recorded by a CPU graph capture, run when a replay reaches it."""
+
+    __slots__ = ("args", "keep")
+
+    def __init__(self, args: tuple[Any, ...], keep: Any) -> None:
+        self.args = args
+        self.keep = keep  # the arrays behind raw addresses, alive as long as the graph
+
+    def launch(self) -> None:
+        timed(*self.args)
+
+
+def _timed_or_captured(kind: int, device: Device, name: str, fn: Callable[..., Any],
+                       *args: Any, keep: Any = None) -> None:
+    """`timed`, except that an open CPU capture records host copies and memsets instead
+    (as Warp's CPU graphs do, even for the copy that fills an array made in the capture)."""
+    if device.is_cpu:
+        capture = get_runtime().extras.get("capture")
+        operation = _HostOperation((kind, device, name, fn, *args), keep)
+        if capture is not None and capture.intercept(operation):
+            return
+    timed(kind, device, name, fn, *args)
+
+
 def copy_array(dest: array, src: array) -> None:
     """Copies `src` into `dest` (same shape and dtype, any strides, any devices)."""
+    if isinstance(dest._kc_type, T.IndexedArrayType) or isinstance(src._kc_type,
+                                                                   T.IndexedArrayType):
+        from kernelc.runtime.indexed_copy import copy as copy_indexed
+
+        return copy_indexed(dest, src)
     worker, name = _copy_route(dest.device, src.device)
-    timed(TIMING_MEMCPY, worker, name, backend(worker).copy, dest, src)
+    _timed_or_captured(TIMING_MEMCPY, worker, name, backend(worker).copy, dest, src)
 
 
-def copy_bytes(dest: Device, dest_ptr: int, src: Device, src_ptr: int, nbytes: int) -> None:
-    """Copies `nbytes` contiguous bytes between two addresses."""
+def copy_bytes(dest: Device, dest_ptr: int, src: Device, src_ptr: int, nbytes: int,
+               keep: Any = None) -> None:
+    """Copies `nbytes` contiguous bytes between two addresses (`keep`: the arrays that own
+    them, held by a graph that records the copy)."""
     worker, name = _copy_route(dest, src)
-    timed(TIMING_MEMCPY, worker, name, backend(worker).copy_bytes,
-          dest, dest_ptr, src, src_ptr, nbytes)
+    _timed_or_captured(TIMING_MEMCPY, worker, name, backend(worker).copy_bytes,
+                       dest, dest_ptr, src, src_ptr, nbytes, keep=keep)
+
+
+def _scalar_layout(dtype: T.Type) -> tuple:
+    """(scalar type, count) of an element type; itself for structs and the like."""
+    if isinstance(dtype, (T.VectorType, T.MatrixType)):
+        return dtype.dtype, dtype.count
+    return (dtype, 1) if isinstance(dtype, T.ScalarType) else (dtype,)
 
 
 def copy_elements(dest: array, src: array, dest_offset: int, src_offset: int, count: int) -> None:
@@ -350,7 +392,7 @@ def copy_elements(dest: array, src: array, dest_offset: int, src_offset: int, co
     elif dest.is_contiguous and src.is_contiguous:
         size = dest.dtype.size
         copy_bytes(dest.device, dest.ptr + dest_offset * size,
-                   src.device, src.ptr + src_offset * size, count * size)
+                   src.device, src.ptr + src_offset * size, count * size, keep=(dest, src))
     else:
         # Flattening a strided source makes a dense copy first; a strided destination can
         # only take a whole-array copy, reshaped to its shape.
@@ -369,7 +411,7 @@ def copy_elements(dest: array, src: array, dest_offset: int, src_offset: int, co
 def fill_array(dest: array, value: np.ndarray) -> None:
     """Sets every element of `dest` to `value` (a NumPy array of one element's shape)."""
     device = dest.device
-    timed(TIMING_MEMSET, device, "memset", backend(device).fill, dest, value)
+    _timed_or_captured(TIMING_MEMSET, device, "memset", backend(device).fill, dest, value)
 
 
 def to_host(src: array) -> np.ndarray:
@@ -398,12 +440,26 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
     Raises:
         ValueError: The range falls outside either array, or offsets are used with a
             non-contiguous destination.
-        TypeError: The dtypes differ.
+        TypeError: The dtypes differ (except in name only: the same scalars, e.g. float64
+            and `vector(1, float64)`, are copied byte for byte, as in Warp).
+
+    Indexed arrays (`kc.indexedarray`) are copied whole, as in Warp: with them the offsets
+    must be 0 and the count 0 or the size of both.
     """
+    if isinstance(getattr(dest, "_kc_type", None), T.IndexedArrayType) or isinstance(
+            getattr(src, "_kc_type", None), T.IndexedArrayType):
+        from kernelc.runtime.indexed_copy import kc_copy
+
+        return kc_copy(dest, src, dest_offset, src_offset, count)
     dest._require_memory("kc.copy")
     src._require_memory("kc.copy")
     if dest.dtype != src.dtype:
-        raise TypeError(f"kc.copy needs arrays of one dtype, got {dest.dtype!r} <- {src.dtype!r}")
+        if _scalar_layout(dest.dtype) != _scalar_layout(src.dtype):
+            raise TypeError(f"kc.copy needs arrays of one dtype, got {dest.dtype!r} <- "
+                            f"{src.dtype!r}")
+        # The same scalars under another name (float64 and vector(1, float64), a vec4 and
+        # a mat22): Warp copies such arrays byte for byte.
+        src = src.view(dest.dtype)
     if min(dest_offset, src_offset, count) < 0:
         raise ValueError(f"kc.copy offsets and count must be non-negative, got dest_offset="
                          f"{dest_offset}, src_offset={src_offset}, count={count}")

@@ -7,6 +7,7 @@ from typing import Any
 
 from kernelc.config import config
 from kernelc.runtime.context import get_runtime
+from kernelc.typevars import has_constraint
 
 
 def init() -> None:
@@ -100,7 +101,7 @@ def load_module(module: Any = None, device: Any = None) -> None:
     if module is None:  # as in Warp: the module that called load_module()
         module = sys._getframe(1).f_globals.get("__name__", "__main__")
     for k in _kernels_of(module):
-        if k.is_generic:
+        if k.is_generic or has_constraint(k.param_types):  # specialised per launch
             continue
         if dev.is_cpu:
             get_cpu_kernel(k, k.param_types)

@@ -196,7 +196,7 @@ def _scalar_vector(v: array, scalar: T.ScalarType, count: int, what: str) -> arr
     if v.ndim > 2 or not v.is_contiguous:
         raise ValueError(f"Incompatible '{what}' vector for bsr_mv: it must be a contiguous "
                          f"1-d or 2-d array")
-    if v.ndim == 1 and components == 1:
+    if v.ndim == 1 and v.dtype == scalar:  # (a vector of length 1 still needs the view)
         return v
     return scalar_view(v, scalar, (count,))
 

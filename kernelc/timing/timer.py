@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kernelc.logger import get_logger
 from kernelc.runtime.context import get_runtime
 from kernelc.timing import activity
 from kernelc.timing.nvtx import profile_range
@@ -177,4 +178,6 @@ class ScopedTimer:
         message = f"{indent}{self.name} took {self.elapsed:.2f} ms"
         if self.extra_msg:
             message = f"{message} {self.extra_msg}"
-        sys.stdout.write(message + "\n")
+        # Through the active logger, as Warp does, so that a custom logger gets the report
+        # too; `print=True` asked for it, so config.log_level does not filter it.
+        get_logger().info(message)

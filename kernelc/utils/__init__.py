@@ -1,6 +1,6 @@
 """`kc.utils`: built-in array utilities with Warp's names and semantics.
 
-`array_scan`, `radix_sort_pairs`, `array_sum` and `array_inner` run kernels written in
+`array_scan`, `radix_sort_pairs`, `array_sum`, `array_inner` and `array_cast` run kernels written in
 kernelc's own language, so they run unchanged on the CPU and on CUDA devices. Their launches
 are reported as `TIMING_KERNEL_BUILTIN` activities and as `type: "builtin"` entries of
 `kc.kernel_history()`. `map` (also `kc.map`) applies a function to the elements of arrays
@@ -8,10 +8,11 @@ in a generated kernel. See docs/utils.md.
 """
 
 from kernelc.utils._common import UtilsTypeError, UtilsValueError
+from kernelc.utils.cast import array_cast
 from kernelc.utils.map import map  # noqa: A004  (Warp's name, shadowing the builtin here)
 from kernelc.utils.reduce import array_inner, array_sum
 from kernelc.utils.scan import array_scan
 from kernelc.utils.sort import radix_sort_pairs
 
-__all__ = ["UtilsTypeError", "UtilsValueError", "array_inner", "array_scan", "array_sum",
+__all__ = ["UtilsTypeError", "UtilsValueError", "array_cast", "array_inner", "array_scan", "array_sum",
            "map", "radix_sort_pairs"]

@@ -115,6 +115,9 @@ def _element_type(value: Any, name: str) -> T.Type:
     if isinstance(value, float):
         return T.float32
     kc_type = getattr(value, "_kc_type", None)
+    if isinstance(kc_type, T.IndexedArrayType):
+        raise TypeError(f"kc.map: input '{name}' is a kc.indexedarray, which kc.map does not "
+                        f"take; pass its .contiguous() copy")
     if isinstance(kc_type, T.Type) and not isinstance(kc_type, T.ArrayType):
         return kc_type
     raise TypeError(f"kc.map: input '{name}' is a {type(value).__name__}; inputs are "
