@@ -31,6 +31,13 @@ PROGRAM = PROGRAM_HEAD + textwrap.dedent("""
             e += 1.0 / (wp.dot(d, d) + 0.01)
         wp.atomic_add(loss, 0, e)
 
+    @wp.kernel
+    def rigid(pos: wp.array(dtype=wp.vec3), rot: wp.array(dtype=wp.quat),
+              x: wp.array(dtype=wp.vec3), y: wp.array(dtype=float)):
+        i = wp.tid()  # every thread reads the one pose: its gradient is one shared sum
+        p = wp.transform_point(wp.transform(pos[0], rot[0]), x[i])
+        y[i] = wp.dot(p, p)
+
     def run(fwd, seed, grads):
         times = []
         for _ in range(repeat + 1):
@@ -67,6 +74,17 @@ PROGRAM = PROGRAM_HEAD + textwrap.dedent("""
     out["pair energy 4K"] = run(lambda: (loss.zero_(), wp.launch(energy, m, [p, loss])),
                                 {{loss: seed}}, [p.grad])
     out["pair energy grad"] = p.grad.numpy()[:64].tolist()
+
+    k = 1_000_000
+    pos = wp.array(np.array([[0.1, 0.2, 0.3]], np.float32), dtype=wp.vec3, requires_grad=True)
+    rot = wp.array(np.array([[0.1, 0.2, 0.3, 0.927]], np.float32), dtype=wp.quat,
+                   requires_grad=True)
+    pts = wp.array(rng.uniform(-1, 1, (k, 3)).astype(np.float32), dtype=wp.vec3)
+    dist = wp.zeros(k, dtype=float, requires_grad=True)
+    ones_k = wp.array(np.ones(k, np.float32), dtype=float)
+    out["pose gradient 1M"] = run(lambda: wp.launch(rigid, k, [pos, rot, pts, dist]),
+                                  {{dist: ones_k}}, [pos.grad, rot.grad])
+    out["pose grad"] = [*pos.grad.numpy()[0].tolist(), *rot.grad.numpy()[0].tolist()]
     print(json.dumps(out))
 """)
 
@@ -82,7 +100,7 @@ def main() -> int:
     results = {m: run(m, args.repeat) for m in ("warp", "kernelc")}
     rows = [("case (median)", "warp fwd", "warp bwd", "kernelc fwd", "kernelc bwd",
              "bwd speed-up")]
-    for case in ("smooth 10M", "pair energy 4K"):
+    for case in ("smooth 10M", "pair energy 4K", "pose gradient 1M"):
         w, k = (results[m] and results[m][case] for m in ("warp", "kernelc"))
         cells = [f"{t * 1e3:.1f} ms" for t in (*(w or (0, 0)), *(k or (0, 0)))]
         rows.append((case, *cells, f"{w[1] / k[1]:.1f}x" if w and k else ""))
@@ -95,6 +113,10 @@ def main() -> int:
         a = np.array(results["warp"]["pair energy grad"])
         b = np.array(results["kernelc"]["pair energy grad"])
         print(f"pair energy: max relative gradient difference to Warp "
+              f"{np.abs(a - b).max() / np.abs(a).max():.2e}")
+        a = np.array(results["warp"]["pose grad"])
+        b = np.array(results["kernelc"]["pose grad"])
+        print(f"pose gradient: max relative difference to Warp "
               f"{np.abs(a - b).max() / np.abs(a).max():.2e}")
     return 0
 

@@ -150,6 +150,8 @@ class FunctionEmitter:
         self.loops: list[tuple[ll.Block, ll.Block]] = []
         self.debug = state.options.debug
         self.private: frozenset[int] = frozenset()
+        # atomic result id -> (sum, address, type) of a uniform update (ir/uniform.py)
+        self.accumulators: dict[int, tuple[ll.Value, ll.Value, T.Type]] = {}
         # value id -> kernel argument, for the accesses that get alias scopes
         self.origins: dict[int, int] | None = None
 
@@ -176,9 +178,13 @@ class FunctionEmitter:
             mem = b.load(ptr, typ=llvm_type(p.type, memory=True))
             self.values[p.id] = ops.from_memory(b, mem, p.type)
         self.alloc_slots()
+        from kernelc.ir.uniform import uniform_updates
+
+        llvm_memory.make_accumulators(self, uniform_updates(self.fn))
         if self.state.alias is not None:
             self.origins = llvm_alias.value_origins(self.fn, llvm_alias.kernel_origins(self.fn))
         llvm_loops.emit_loops(self, start, end)
+        llvm_memory.flush_accumulators(self)
         self.b.ret_void()
 
     def emit_func(self, f: ll.Function | None = None) -> None:

@@ -92,6 +92,9 @@ def _op_atomic(e: Emitter, s: ir.Op):
     arr, indices, operands = atomic_parts(s)
     kind, path, dtype = atomic_target(s)
     values = [e.v(v) for v in operands]
+    if s.result.id in e.accumulators:
+        return _accumulate(e, s.result.id, kind, e.element_ptr(arr, indices, s.loc), dtype,
+                           values[0])
     update = _private_update if arr.id in e.private else atomic_update
     ptr = e.element_ptr(arr, indices, s.loc)
     outer = arr.type.dtype
@@ -101,6 +104,67 @@ def _op_atomic(e: Emitter, s: ir.Op):
     if isinstance(dtype, (T.VectorType, T.MatrixType)):  # component-wise, as in Warp
         return llvm_aggregate.atomic_components(e, kind, ptr, dtype, values, update)
     return update(e, kind, ptr, dtype, values)
+
+
+# ---- uniform updates: summed per worker, one atomic at the end (kernelc.ir.uniform) -------
+
+
+def make_accumulators(e: Emitter, updates: frozenset[int]) -> None:
+    """A zeroed sum and a null address in the entry block for each uniform update."""
+    if not updates:
+        return
+    b = e.b
+    for s in ir.walk(e.fn.body):
+        if isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC and s.result.id in updates:
+            dtype = atomic_target(s)[2]
+            t = llvm_type(dtype)
+            total, address = b.alloca(t, name="uniform.sum"), b.alloca(PTR, name="uniform.at")
+            b.store(ll.Constant(t, None), total)
+            b.store(ll.Constant(PTR, None), address)
+            e.accumulators[s.result.id] = (total, address, dtype)
+
+
+def _accumulate(e: Emitter, key: int, kind: str, ptr, dtype: T.Type, value):
+    """Adds (or subtracts) `value` into the update's sum and notes its (uniform) address;
+    the old value it returns is never used."""
+    b = e.b
+    total, address, _ = e.accumulators[key]
+    b.store(ptr, address)
+    scalar = dtype.dtype if isinstance(dtype, (T.VectorType, T.MatrixType)) else dtype
+    if scalar.is_float:  # any order will do (atomics have none): lets LLVM vectorise the sum
+        step = b.fadd if kind == "add" else b.fsub
+
+        def combine(x, y):
+            return step(x, y, flags=("reassoc", "nsz"))
+    else:
+        step = b.add if kind == "add" else b.sub
+
+        def combine(x, y):
+            return step(x, y)
+    current = b.load(total, typ=llvm_type(dtype))
+    if scalar is dtype:
+        new = combine(current, value)
+    else:
+        new = current
+        for k in range(dtype.count):
+            new = b.insert_value(new, combine(b.extract_value(current, k),
+                                              b.extract_value(value, k)), k)
+    b.store(new, total)
+    return ll.Constant(llvm_type(dtype), ll.Undefined)
+
+
+def flush_accumulators(e: Emitter) -> None:
+    """After the worker's threads: one atomic add of each sum, if its update ever ran (a
+    subtraction was summed negated, so adding the sum applies it)."""
+    b = e.b
+    for total, address, dtype in e.accumulators.values():
+        ptr = b.load(address, typ=PTR)
+        with b.if_then(b.icmp_unsigned("!=", ptr, ll.Constant(PTR, None))):
+            value = b.load(total, typ=llvm_type(dtype))
+            if isinstance(dtype, (T.VectorType, T.MatrixType)):
+                llvm_aggregate.atomic_components(e, "add", ptr, dtype, [value], atomic_update)
+            else:
+                atomic_update(e, "add", ptr, dtype, [value])
 
 
 def _private_update(e: Emitter, kind: str, ptr, dtype: T.ScalarType, operands: list):

@@ -42,18 +42,21 @@ sha256 = _builtin_sha256()
 
 @functools.cache
 def codegen_fingerprint() -> str:
-    """Names, sizes and modification times of the LLVM backend's source files.
+    """Names, sizes and modification times of the LLVM backend's source files (and of the
+    IR analyses it uses).
 
     CPU cache keys hash kernelc's IR, not the LLVM IR made from it, so an edited backend
     (a development checkout) must change the key too. Stat calls only: ~0.1 ms, once.
     """
-    folder = Path(__file__).resolve().parents[1] / "codegen"
+    root = Path(__file__).resolve().parents[1]
     entries = []
-    with os.scandir(folder) as it:
-        for entry in it:
-            if entry.name.endswith(".py"):
-                st = entry.stat()
-                entries.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    # (kernelc/ir too: its analyses decide how the backend lowers some ops.)
+    for folder in (root / "codegen", root / "ir"):
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.name.endswith(".py"):
+                    st = entry.stat()
+                    entries.append(f"{folder.name}/{entry.name}:{st.st_size}:{st.st_mtime_ns}")
     return ";".join(sorted(entries))
 
 
