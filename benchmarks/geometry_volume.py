@@ -1,8 +1,10 @@
 """Iso-surface extraction and sparse-volume sampling under Warp and under kernelc (CPU).
 
 The same program runs with `wp` bound to either library, each in a fresh process:
-marching cubes and surface nets on a 128^3 noisy torus field, and trilinear and nearest
-samples of 1M random points in Warp's rocks.nvdb. Each case is timed after one warm-up
+marching cubes and surface nets on a 128^3 noisy torus field, sparse marching cubes of an
+analytic torus SDF on a 257^3 grid (a kernel evaluates the SDF at the points asked for),
+the swept volume of a box and a tetrahedron over 24 poses (voxel 0.03), and trilinear and
+nearest samples of 1M random points in Warp's rocks.nvdb. Each case is timed after one warm-up
 call (which compiles), then the median of the next calls; the outputs' sizes and checksums
 are compared between the two libraries.
 
@@ -29,6 +31,18 @@ PROGRAM = PROGRAM_HEAD + textwrap.dedent("""
         i = wp.tid()
         out[i] = wp.volume_sample(volume, points[i], mode, dtype=float)
 
+    @wp.kernel
+    def torus_sdf(points: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+        i = wp.tid()
+        p = points[i]
+        q = wp.sqrt(p[0] * p[0] + p[1] * p[1]) - 0.6
+        out[i] = wp.sqrt(q * q + p[2] * p[2]) - 0.25
+
+    def evaluate(points):
+        values = wp.empty(points.shape[0], dtype=float, device=points.device)
+        wp.launch(torus_sdf, points.shape[0], [points, values], device=points.device)
+        return values
+
     def timed(fn):
         fn()
         times = []
@@ -52,6 +66,29 @@ PROGRAM = PROGRAM_HEAD + textwrap.dedent("""
         out[name] = timed(lambda: iso.surface(field, 0.0))
         verts = iso.verts.numpy()
         out[name + " check"] = [len(verts), float(np.abs(verts).sum())]
+    name = "sparse marching cubes 257^3"
+    sparse = lambda: geometry.sparse_marching_cubes(evaluate, 257, 257, 257,
+                                                    lower=(-1.0, -1.0, -1.0), upper=(1.0, 1.0, 1.0))
+    out[name] = timed(sparse)
+    verts = sparse()[0].numpy()
+    out[name + " check"] = [len(verts), float(np.abs(verts).sum())]
+    cube = np.array([[x, y, z] for z in (-.3, .3) for y in (-.2, .2) for x in (-.4, .4)], np.float32)
+    cube_faces = np.array([0, 2, 3, 0, 3, 1, 4, 5, 7, 4, 7, 6, 0, 1, 5, 0, 5, 4, 2, 6, 7, 2, 7, 3,
+                           1, 3, 7, 1, 7, 5, 0, 4, 6, 0, 6, 2], np.int32)
+    tet = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    tet_faces = np.array([0, 2, 1, 0, 3, 2, 0, 1, 3, 1, 2, 3], np.int32)
+    meshes = [wp.Mesh(wp.array(p, dtype=wp.vec3), wp.array(f, dtype=wp.int32),
+                      support_winding_number=True) for p, f in ((cube, cube_faces), (tet, tet_faces))]
+    t = np.linspace(0.0, 1.0, 24)
+    poses = np.zeros((2, 24, 7), np.float32)
+    poses[0, :, 0], poses[0, :, 2] = t, 0.5 * t
+    poses[0, :, 4], poses[0, :, 6] = np.sin(0.7 * t), np.cos(0.7 * t)
+    poses[1, :, 1], poses[1, :, 6] = t, 1.0
+    name = "swept volume 2 meshes x 24"
+    swept = lambda: geometry.swept_volume_mesh(meshes, poses, voxel_size=0.03, threshold=0.03)
+    out[name] = timed(swept)
+    verts = swept()[0].numpy()
+    out[name + " check"] = [len(verts), float(np.abs(verts).sum())]
     path = os.path.join(os.path.dirname(_warp.__file__), "examples", "assets", "rocks.nvdb")
     with open(path, "rb") as f:
         volume = wp.Volume.load_from_nvdb(f)
@@ -66,7 +103,8 @@ PROGRAM = PROGRAM_HEAD + textwrap.dedent("""
     print(json.dumps(out))
 """)
 
-CASES = ("marching cubes 128^3", "surface nets 128^3", "volume trilinear 1M",
+CASES = ("marching cubes 128^3", "surface nets 128^3", "sparse marching cubes 257^3",
+         "swept volume 2 meshes x 24", "volume trilinear 1M",
          "volume nearest 1M")
 
 

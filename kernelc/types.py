@@ -380,6 +380,16 @@ def is_numeric(t: Type) -> bool:
     return isinstance(t, ScalarType) and not t.is_bool
 
 
+def type_is_vector(dtype: _Any) -> bool:
+    """Whether `dtype` is a vector type (Warp's `warp.types.type_is_vector`)."""
+    return isinstance(as_type(dtype), VectorType)
+
+
+def type_is_matrix(dtype: _Any) -> bool:
+    """Whether `dtype` is a matrix type (Warp's `warp.types.type_is_matrix`)."""
+    return isinstance(as_type(dtype), MatrixType)
+
+
 def type_size_in_bytes(dtype: _Any) -> int:
     """Size in bytes of one value of `dtype` (Warp's `warp.types.type_size_in_bytes`)."""
     return as_type(dtype).size

@@ -71,6 +71,16 @@ def make_inputs(with_rocks: bool = True) -> dict[str, np.ndarray]:
     c, s = np.cos(0.4), np.sin(0.4)
     rotation = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
     inputs["transform"] = (rotation @ np.diag([0.3, 0.5, 0.7])).astype(np.float32)
+    # tiles under 40 root keys, some at the edges of their 4096^3 regions
+    cells = np.unique(rng.integers(-3, 3, (60, 3)), axis=0)[:40] * 4096
+    roots = cells + rng.choice([0, 8, 2048, 4088], (len(cells), 3))
+    inputs["root_tiles"] = np.concatenate([roots, roots[:10] + 8]).astype(np.int32)
+    coords = roots[rng.integers(0, len(roots), 800)] + rng.integers(-4, 16, (800, 3))
+    inputs["root_coords"] = np.unique(coords, axis=0).astype(np.int32)
+    inputs["root_values"] = rng.uniform(-1, 1, len(inputs["root_coords"])).astype(np.float32)
+    near = roots[rng.integers(0, len(roots), 3000)] + rng.uniform(-3, 12, (3000, 3))
+    far = rng.uniform(-4 * 4096, 4 * 4096, (1000, 3))
+    inputs["root_points"] = np.concatenate([near, far]).astype(np.float32)
     return inputs
 
 
@@ -114,7 +124,7 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.view(bits) == b.view(bits)) | (np.isnan(a) & np.isnan(b))
 
 
-GROUPS = ["rocks", "dense", "typed_", "suffixed", "on_index", "index", "world", "box"]  # not "grad"
+GROUPS = ["rocks", "dense", "typed_", "suffixed", "on_index", "index", "world", "box", "roots"]  # not "grad"
 
 
 @pytest.mark.parametrize("group", GROUPS)

@@ -314,7 +314,19 @@ def programs(inputs: dict) -> dict:
                              bg_value=wp.float64(2.0), translation=(0.1, 0.2, 0.3),
                              points_in_world_space=True, device="cpu")
     results["box/grid"] = box.array().numpy().copy()
+    _roots(results, inputs)
     return results
+
+
+def _roots(results, inputs):
+    """Tiles under many root keys (hashed root lookups), sampled in and between them."""
+    volume = wp.Volume.allocate_by_tiles(_array(inputs["root_tiles"], wp.vec3i), voxel_size=1.0,
+                                         bg_value=-0.5, device="cpu")
+    coords = inputs["root_coords"]
+    wp.launch(store_values, len(coords), [wp.uint64(volume.id), _array(coords, wp.vec3i),
+                                          _array(inputs["root_values"], float)], device="cpu")
+    _run_float(results, "roots", volume, inputs["root_points"])
+    results["roots/grid"] = volume.array().numpy().copy()
 
 
 def run_example(module: str, folder: str, frames: int) -> dict:

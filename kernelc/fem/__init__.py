@@ -37,7 +37,9 @@ from kernelc.fem.interpolate import interpolate
 from kernelc.fem.operators import (
     D,
     Operator,
+    at_node,
     average,
+    cells,
     curl,
     deformation_gradient,
     degree,
@@ -52,6 +54,7 @@ from kernelc.fem.operators import (
     lookup,
     measure,
     measure_ratio,
+    node_count,
     normal,
     outer,
     position,
@@ -91,7 +94,7 @@ from kernelc.fem.types import (
 )
 
 __all__ = [
-    "D", "ImplicitField", "UniformField", "curl", "div", "div_outer", "lookup",
+    "D", "at_node", "cells", "node_count", "ImplicitField", "UniformField", "curl", "div", "div_outer", "lookup",
     "NULL_ELEMENT_INDEX", "NULL_NODE_INDEX", "NULL_QP_INDEX", "OUTSIDE", "BoundarySides",
     "Cells", "CollocatedFunctionSpace", "Coords", "Coords_f64", "DiscreteField", "Domain",
     "Element", "ElementBasis", "ElementIndex", "ElementKind", "Field", "FieldLike",

@@ -162,6 +162,14 @@ class BoundarySides(Sides):
         return self._indices
 
 
+def cells_of_domain(domain: GeometryDomain) -> tuple[GeometryDomain, Any]:
+    """`fem.cells(domain)`: the cells of the domain's geometry, and the func mapping the
+    domain's element argument to theirs (None for a domain of cells)."""
+    if domain.element_kind == ElementKind.CELL:
+        return domain, None
+    return Cells(domain.geometry), domain.geometry.side_to_cell_arg
+
+
 def _arange(n: int) -> np.ndarray:
     a = np.arange(n, dtype=np.int32)
     a.setflags(write=False)

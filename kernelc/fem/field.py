@@ -9,7 +9,7 @@ from typing import Any
 
 import kernelc as kc
 from kernelc.fem.domain import Cells, GeometryDomain
-from kernelc.fem.field_eval import FieldEval, basis_eval, discrete_eval
+from kernelc.fem.field_eval import FieldEval, basis_eval, discrete_cells_arg, discrete_eval
 from kernelc.fem.restriction import SpaceRestriction, restriction_for
 from kernelc.fem.space import FunctionSpace, SpacePartition, make_space_partition
 from kernelc.fem.topology import SpaceTopology
@@ -150,6 +150,11 @@ class DiscreteFieldTrace(SpaceField):
         return self._field.dof_values
 
     @property
+    def traced(self) -> DiscreteField:
+        """The field this is the trace of."""
+        return self._field
+
+    @property
     def element_kind(self) -> ElementKind:
         return ElementKind.SIDE
 
@@ -211,6 +216,19 @@ class TrialField(SpaceField):
     @property
     def kind_name(self) -> str:
         return f"Trial_{self._space.name}"
+
+
+def cells_of_field(field: FieldLike, domain: GeometryDomain
+                   ) -> tuple["DiscreteField | None", GeometryDomain, Any]:
+    """`fem.cells(field)`: the discrete field a trace (or a cell field) evaluates, the cells,
+    and the func mapping the field's argument on `domain` to its argument on the cells
+    (None when it is on cells already); (None, domain, None) for other fields."""
+    if isinstance(field, DiscreteField) and domain.element_kind == ElementKind.CELL:
+        return field, domain, None
+    if isinstance(field, DiscreteFieldTrace):
+        cells = Cells(domain.geometry)
+        return field.traced, cells, discrete_cells_arg(field.space, domain, cells)
+    return None, domain, None
 
 
 def make_space_restriction(space_partition: SpacePartition | None = None,

@@ -16,15 +16,18 @@ the former, "outer" ones only the latter, as in Warp.
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 import kernelc as kc
-from kernelc.fem.types import ElementKind, make_free_sample
+from kernelc.fem.types import ElementKind, make_free_sample, sample_builder
 from kernelc.fem.valuetypes import skew_part_func, symmetric_part_func, value_kind
 
 _WHY = {"grad": "gradient (matrix-valued fields have none)",
         "div": "divergence (only vector and matrix fields whose leading size is the "
                "geometry's dimension have one)",
         "D": "symmetric gradient (only vector fields of the geometry's dimension have one)",
-        "curl": "curl (only vector fields of dimension 2 or 3 have one)"}
+        "curl": "curl (only vector fields of dimension 2 or 3 have one)",
+        "at_node": "fem.at_node (only discrete fields on cells have it yet)"}
 
 
 @dataclass(frozen=True)
@@ -206,14 +209,68 @@ def _basis_eval(kind: str, space: Any, domain: Any) -> FieldEval:
     else:
         maps = _side_maps(geo)
         inner, outer = funcs(0, *maps["inner"]), funcs(N, *maps["outer"])
-    return _field_eval(Arg, inner, outer, space)
+    return _field_eval(Arg, inner, outer, space, domain, False)
 
 
-def _field_eval(Arg: type, inner: dict, outer: dict, space: Any) -> FieldEval:
+def _field_eval(Arg: type, inner: dict, outer: dict, space: Any, domain: Any,
+                discrete: bool) -> FieldEval:
     ops = {"inner": inner["value"], "outer": outer["value"], "grad": inner["grad"],
-           "grad_outer": outer["grad"], "div": inner["div"], "div_outer": outer["div"]}
+           "grad_outer": outer["grad"], "div": inner["div"], "div_outer": outer["div"],
+           **_node_ops(space, domain, discrete)}
     return FieldEval(Arg, ops, space.geometry.scalar_type, space.algebra.grad_type,
                      space.dtype)
+
+
+def _node_ops(space: Any, domain: Any, discrete: bool) -> dict:
+    """`fem.node_count(f, s)` (on sides, the trace's: both cells' nodes) and, for discrete
+    fields on cells, `fem.at_node(f, s, k)`: the sample moved to node k of its cell,
+    carrying no test or trial dof (Warp's rule)."""
+    shape = space.shape
+    scalar = space.geometry.scalar_type
+    side = domain.element_kind == ElementKind.SIDE
+    count = shape.NODES_PER_ELEMENT * (2 if side else 1)
+
+    @kc.func
+    def node_count(arg: Any, s: Any):
+        return count
+
+    if side or not discrete:
+        return {"node_count": node_count}
+    coords = shape.node_coords().astype(np.float64)
+    Table = kc.types.matrix(shape=coords.shape, dtype=scalar)
+    table = Table(*coords.reshape(-1))
+    make_sample = sample_builder(scalar)
+
+    @kc.func
+    def at_node(arg: Any, s: Any, node: int):
+        return make_sample(s.element_index, table[node], s.qp_index, s.qp_weight,
+                           kc.vec2i(-1, -1), kc.vec2i(-1, -1))
+
+    return {"node_count": node_count, "at_node": at_node}
+
+
+def discrete_cells_arg(space: Any, domain: Any, cells: Any) -> Any:
+    """A func mapping a traced discrete field's struct on the sides `domain` to its struct
+    on `cells` (`fem.cells(u)`)."""
+    key = ("cells_arg", space.name, domain.name)
+    if key not in _CELL_ARG_FUNCS:
+        SideFieldArg = discrete_eval(space, domain).Arg
+        CellFieldArg = discrete_eval(space, cells).Arg
+        to_cell_arg = domain.geometry.side_to_cell_arg
+
+        @kc.func
+        def field_on_cells(arg: SideFieldArg):
+            out = CellFieldArg()
+            out.elt = to_cell_arg(arg.elt)
+            out.dof_values = arg.dof_values
+            out.element_nodes = arg.element_nodes
+            return out
+
+        _CELL_ARG_FUNCS[key] = field_on_cells
+    return _CELL_ARG_FUNCS[key]
+
+
+_CELL_ARG_FUNCS: dict[tuple, Any] = {}
 
 
 def _discrete_eval(space: Any, domain: Any) -> FieldEval:
@@ -292,7 +349,7 @@ def _discrete_eval(space: Any, domain: Any) -> FieldEval:
     else:
         maps = _side_maps(geo)
         inner, outer = funcs(*maps["inner"]), funcs(*maps["outer"])
-    return _field_eval(Arg, inner, outer, space)
+    return _field_eval(Arg, inner, outer, space, domain, True)
 
 
 def _ident(name: str) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 import kernelc as kc
 from kernelc import types as T
 from kernelc.errors import KernelError
-from kernelc.fem import operators
+from kernelc.fem.rewrite import Rewriter
 from kernelc.fem.types import Domain, Field, Sample, Sample_f64
 from kernelc.frontend.decorators import Func
 from kernelc.frontend.source import Source, read_source
@@ -39,6 +39,8 @@ from kernelc.frontend.source import Source, read_source
 
 class Integrand:
     """A function to integrate or interpolate (Warp's `warp.fem.Integrand`)."""
+
+    is_fem_integrand = True  # how the rewriter recognises calls of other integrands
 
     def __init__(self, func: Any, kernel_options: dict[str, Any] | None = None) -> None:
         self.func = func
@@ -165,7 +167,7 @@ def _make_body(itg: Integrand, roles: dict[str, str], fields: dict[str, Any], do
             annotations[name] = domain.ElementArg
         else:
             annotations[name] = value_types[name]
-    rewriter = _Rewriter(itg, source, roles, targets, fields, domain)
+    rewriter = Rewriter(itg, source, roles, targets, fields, domain)
     tree = rewriter.visit(copy.deepcopy(source.tree))
     tree.decorator_list = []
     tree.returns = None
@@ -220,156 +222,6 @@ def generated_func(text: str, names: dict[str, Any], annotations: dict[str, Any]
             node.col_offset = node.end_col_offset = 0
     generated = Source(tree.name, source.file, source.first_line, source.indent, tree, names, {})
     return _GeneratedFunc(anchor, generated, annotations, tuple(annotations))
-
-
-class _Rewriter(ast.NodeTransformer):
-    """Replaces operator calls on field and domain parameters by calls of generated funcs."""
-
-    def __init__(self, itg: Integrand, source: Source, roles: dict[str, str],
-                 targets: dict[str, Any], fields: dict[str, Any], domain: Any) -> None:
-        self.itg = itg
-        self.source = source
-        self.roles = roles
-        self.targets = targets
-        self.fields = fields
-        self.domain = domain
-        self.bindings: dict[str, Any] = {}
-
-    def error(self, message: str, node: ast.AST) -> KernelError:
-        return KernelError(message, self.source.loc(node), self.itg.__name__)
-
-    def resolve(self, node: ast.expr) -> tuple[bool, Any]:
-        """The Python object a (dotted) name denotes, if it is a global or closure name."""
-        if isinstance(node, ast.Name):
-            if node.id in self.roles:
-                return False, None
-            return self.source.lookup_global(node.id)
-        if isinstance(node, ast.Attribute):
-            found, base = self.resolve(node.value)
-            if not found:
-                return False, None
-            if not hasattr(base, node.attr):
-                if getattr(base, "__name__", "") == "kernelc.fem":
-                    why = (" is not supported by kernelc.fem yet"
-                           if node.attr in operators.NOT_SUPPORTED else
-                           " is not an operator of kernelc.fem")
-                    raise self.error(f"'{ast.unparse(node)}'{why}", node)
-                return False, None
-            return True, getattr(base, node.attr)
-        return False, None
-
-    def bind(self, value: Any, hint: str, node: ast.AST) -> ast.Name:
-        name = f"_fem_{hint}_{len(self.bindings)}"
-        self.bindings[name] = value
-        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        role = self.roles.get(node.id)
-        if role in ("field", "domain"):
-            what = "field" if role == "field" else "domain"
-            if isinstance(node.ctx, ast.Store):
-                raise self.error(f"{what} argument '{node.id}' cannot be assigned", node)
-            raise self.error(f"{what} argument '{node.id}' can only be passed to fem operators "
-                             f"(e.g. {node.id}(s), fem.grad({node.id}, s))", node)
-        return node
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        callee = node.func
-        if isinstance(callee, ast.Name) and self.roles.get(callee.id) == "field":
-            return self.operator_call(operators.inner, node, [callee, *node.args])
-        if isinstance(callee, ast.Name) and self.roles.get(callee.id) == "domain":
-            return self.operator_call(operators.position, node, [callee, *node.args])
-        found, obj = self.resolve(callee)
-        if found and isinstance(obj, operators.Operator):
-            return self.operator_call(obj, node, list(node.args))
-        if found and isinstance(obj, Integrand):
-            return self.integrand_call(obj, node)
-        return self.generic_visit(node)
-
-    def operator_call(self, op: operators.Operator, node: ast.Call, args: list[ast.expr]
-                      ) -> ast.AST:
-        if node.keywords:
-            raise self.error(f"fem.{op.name} takes no keyword arguments", node.keywords[0].value)
-        if not args:
-            raise self.error(f"fem.{op.name} needs a field or domain argument", node)
-        target = args[0]
-        role = self.roles.get(target.id) if isinstance(target, ast.Name) else None
-        wanted = {"field": ("field",), "domain": ("domain",), "any": ("field", "domain")}
-        if role not in wanted[op.target]:
-            kinds = " or ".join(wanted[op.target])
-            raise self.error(f"the first argument of fem.{op.name} must be a {kinds} argument "
-                             "of the integrand", target)
-        if op.name == "scalar_type":
-            self.expect_args(op, node, args, 1)
-            return self.bind(self.domain.geometry.scalar_type, "scalar", node)
-        if op.name == "degree":
-            self.expect_args(op, node, args, 1)
-            return ast.copy_location(ast.Constant(self.fields[target.id].degree), node)
-        rest = [self.visit(a) for a in args[1:]]
-        if op.name == "lookup":  # (domain, x) or (domain, x, guess): grids need no guess
-            if len(args) not in (2, 3):
-                raise self.error(f"fem.lookup(domain, x[, guess]) takes 2 or 3 arguments, got "
-                                 f"{len(args)}", node)
-            rest = rest[:1]
-        else:
-            self.expect_args(op, node, args, 2)
-        if role == "field":
-            evaluator = self.targets[target.id]
-            func = evaluator.op(op.name)
-            if func is None:
-                raise self.error(f"fem.{op.name}: {evaluator.why_not(op.name)}", node)
-        else:
-            func = getattr(self.domain, f"element_{op.name}", None)
-            if func is None:
-                raise self.error(f"fem.{op.name} is not available on {self.domain.name}", node)
-        callee = self.bind(func, op.name, node.func)
-        first = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target)
-        return ast.copy_location(ast.Call(func=callee, args=[first, *rest], keywords=[]), node)
-
-    def integrand_call(self, other: Integrand, node: ast.Call) -> ast.AST:
-        """A call of another integrand: its body specialised for the fields passed, called
-        with the same arguments (fields and domains as their structs)."""
-        params = other.argspec.args
-        if len(node.args) > len(params):
-            raise self.error(f"integrand '{other.__name__}' takes {len(params)} arguments, "
-                             f"got {len(node.args)}", node)
-        given = dict(zip(params, node.args))
-        for keyword in node.keywords:
-            if keyword.arg not in params or keyword.arg in given:
-                raise self.error(f"unexpected argument '{keyword.arg}' for integrand "
-                                 f"'{other.__name__}'", keyword.value)
-            given[keyword.arg] = keyword.value
-        missing = [p for p in params if p not in given]
-        if missing:
-            raise self.error(f"missing arguments to integrand '{other.__name__}': "
-                             f"{', '.join(missing)}", node)
-        roles = other.parameter_roles()
-        annotations = other.annotations
-        fields, value_types, args = {}, {}, []
-        for name in params:
-            expr = given[name]
-            if roles[name] in ("field", "domain"):
-                if not (isinstance(expr, ast.Name) and self.roles.get(expr.id) == roles[name]):
-                    raise self.error(f"argument '{name}' of integrand '{other.__name__}' must "
-                                     f"be a {roles[name]} argument of the caller", expr)
-                if roles[name] == "field":
-                    fields[name] = self.fields[expr.id]
-                args.append(ast.copy_location(ast.Name(id=expr.id, ctx=ast.Load()), expr))
-                continue
-            if roles[name] == "value":
-                ann = annotations.get(name)
-                value_types[name] = typing.Any if ann is None else ann
-            args.append(self.visit(expr))
-        body = other.body(fields, self.domain, value_types)
-        callee = self.bind(body, "integrand", node.func)
-        return ast.copy_location(ast.Call(func=callee, args=args, keywords=[]), node)
-
-    def expect_args(self, op: operators.Operator, node: ast.Call, args: list[ast.expr],
-                    count: int) -> None:
-        if len(args) != count:
-            shown = "(f)" if count == 1 else "(f, s)"
-            raise self.error(f"fem.{op.name}{shown} takes {count} argument"
-                             f"{'s' if count > 1 else ''}, got {len(args)}", node)
 
 
 def value_type_of(name: str, annotation: Any, value: Any) -> Any:

@@ -49,6 +49,13 @@ D = Operator("D", "field", "Symmetric part of the gradient of a vector field.")
 curl = Operator("curl", "field", "Skew part of the gradient of a 2-d vector field (a scalar) "
                 "or a 3-d one (a vector), as Warp defines it (half the usual curl).")
 
+node_count = Operator("node_count", "field", "Number of nodes of the field in the sample's "
+                      "element (on sides, of both neighbouring cells).")
+at_node = Operator("at_node", "field", "`fem.at_node(f, s, k)`: the sample moved to node k of "
+                   "its cell, with no test or trial dof (discrete fields on cells).")
+cells = Operator("cells", "any", "`cells = fem.cells(domain)`: the cells of a side domain; "
+                 "`fc = fem.cells(f)`: the cell field of a traced discrete field.")
+
 # ---- domain operators: implemented by the domain's element funcs (domain.py) ----------------
 position = Operator("position", "domain", "World position of the sample.")
 normal = Operator("normal", "domain", "Unit outward normal at the sample (zero in cells).")
@@ -68,15 +75,16 @@ scalar_type = Operator("scalar_type", "any", "The geometry's scalar type (kc.flo
 
 FIELD_OPERATORS = {op.name: op for op in (inner, outer, grad, grad_outer, jump, average,
                                           grad_jump, grad_average, degree, div, div_outer,
-                                          D, curl)}
+                                          D, curl, node_count, at_node)}
 DOMAIN_OPERATORS = {op.name: op for op in (position, normal, measure, measure_ratio,
                                            deformation_gradient, lookup)}
-ALL_OPERATORS = {**FIELD_OPERATORS, **DOMAIN_OPERATORS, "scalar_type": scalar_type}
+ALL_OPERATORS = {**FIELD_OPERATORS, **DOMAIN_OPERATORS, "scalar_type": scalar_type,
+                 "cells": cells}
 
 # Warp operators that kernelc.fem does not provide yet; naming one in an integrand raises a
 # KernelError that says so.
-NOT_SUPPORTED = ("at_node", "node_count", "node_index", "node_inner_weight",
-                 "node_outer_weight", "node_inner_weight_gradient", "node_outer_weight_gradient",
+NOT_SUPPORTED = ("node_index", "node_inner_weight", "node_outer_weight",
+                 "node_inner_weight_gradient", "node_outer_weight_gradient",
                  "node_partition_index", "partition_lookup", "element_closest_point",
-                 "element_coordinates", "element_index", "element_partition_index", "environment_index", "cells",
-                 "to_inner_cell", "to_outer_cell", "to_cell_side")
+                 "element_coordinates", "element_index", "element_partition_index",
+                 "environment_index", "to_inner_cell", "to_outer_cell", "to_cell_side")

@@ -311,7 +311,8 @@ def make_element_shape_function(element: Element, degree: int,
 
     Args:
         element: The reference element.
-        degree: Polynomial degree (1 to 4 for Lagrange, 2 or 3 for serendipity).
+        degree: Polynomial degree (0 for constants, 1 to 4 for Lagrange, 2 or 3 for
+            serendipity).
         element_basis: Lagrange (default) or serendipity.
         family: 1-D node family (default Gauss-Lobatto-Legendre).
         scalar_type: `kc.float32` (default) or `kc.float64`.
@@ -330,8 +331,12 @@ def _shape(element: Element, degree: int, element_basis: Any, family: Any,
         element_basis = ElementBasis.LAGRANGE
     if family is None:
         family = Polynomial.LOBATTO_GAUSS_LEGENDRE
-    if degree < 1:
-        raise NotImplementedError("piecewise-constant (degree 0) spaces are not supported yet")
+    if degree == 0:
+        from kernelc.fem.shape_constant import ConstantShapeFunction
+
+        return ConstantShapeFunction(element, scalar_type)
+    if degree < 0:
+        raise ValueError(f"polynomial degree must be 0 or more, got {degree}")
     if element == Element.SQUARE:
         if element_basis == ElementBasis.LAGRANGE:
             return SquareBipolynomialShapeFunctions(degree, family, scalar_type)

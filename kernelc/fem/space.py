@@ -240,14 +240,12 @@ def make_polynomial_basis_space(geo: Geometry, degree: int = 1,
         geo: The geometry.
         degree: Polynomial degree.
         element_basis: Lagrange (default) or serendipity.
-        discontinuous: Discontinuous spaces are not supported yet.
+        discontinuous: Whether each cell has nodes of its own (implied by degree 0).
         family: 1-D node family (default Gauss-Lobatto-Legendre).
     """
-    if discontinuous:
-        raise NotImplementedError("discontinuous spaces are not supported yet")
     shape = make_element_shape_function(geo.reference_cell(), degree, element_basis, family,
                                         geo.scalar_type)
-    return ShapeBasisSpace(make_topology(geo, shape), shape)
+    return ShapeBasisSpace(make_topology(geo, shape, discontinuous), shape)
 
 
 def make_collocated_function_space(basis_space: ShapeBasisSpace, dtype: Any = None,
@@ -277,7 +275,8 @@ def make_polynomial_space(geo: Geometry, dtype: Any = None, dof_mapper: Any = No
         dof_mapper: Not supported yet.
         degree: Polynomial degree.
         element_basis: `ElementBasis.LAGRANGE` (default) or `ElementBasis.SERENDIPITY`.
-        discontinuous: Not supported yet.
+        discontinuous: Whether each cell has nodes of its own (discontinuous Galerkin
+            spaces; implied by degree 0).
         family: 1-D node family (default Gauss-Lobatto-Legendre).
 
     Returns:

@@ -136,9 +136,33 @@ class Grid2DElementTopology(SpaceTopology):
         return np.where(edge, offset + side * e_count + index, out)
 
 
-def make_topology(geometry: Geometry, shape: ShapeFunction) -> SpaceTopology:
-    """The topology Warp uses for `shape` on `geometry`."""
+class DiscontinuousTopology(SpaceTopology):
+    """Every cell owns its nodes: node n of cell c is c * nodes per cell + n (Warp's
+    `RegularDiscontinuousSpaceTopology`, also used for degree 0)."""
+
+    @property
+    def name(self) -> str:
+        return f"Discontinuous_{self._geometry.name}_{self._shape.name}"
+
+    def node_count(self) -> int:
+        return self._geometry.cell_count() * self.MAX_NODES_PER_ELEMENT
+
+    def _cell_node_indices(self) -> np.ndarray:
+        n = self.MAX_NODES_PER_ELEMENT
+        cell = np.arange(self._geometry.cell_count())[:, None]
+        return cell * n + np.arange(n)[None, :]
+
+
+def make_topology(geometry: Geometry, shape: ShapeFunction,
+                  discontinuous: bool = False) -> SpaceTopology:
+    """The topology Warp uses for `shape` on `geometry` (per-cell nodes when
+    `discontinuous` or of degree 0)."""
     from kernelc.fem.grid2d import Grid2D
+
+    if discontinuous or shape.ORDER == 0:
+        if not isinstance(geometry, Geometry):
+            raise NotImplementedError(f"function spaces on {geometry.name} are not supported yet")
+        return DiscontinuousTopology(geometry, shape)
 
     closed_lagrange = shape.TENSOR_LAGRANGE and is_closed(shape.family)
     if isinstance(geometry, Grid2D):

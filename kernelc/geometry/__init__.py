@@ -8,6 +8,20 @@ in Warp's order. See docs/geometry.md.
 
 from kernelc.geometry.iso_surface import IsoSurfaceBase
 from kernelc.geometry.marching_cubes import IsoSurfaceMarchingCubes
+from kernelc.geometry.sparse_marching_cubes import (
+    sparse_marching_cubes,
+    sparse_marching_cubes_from_cells,
+)
+from kernelc.geometry.sparse_octree import lipschitz_octree
 from kernelc.geometry.surface_nets import IsoSurfaceNets
+from kernelc.geometry.swept_volume import (
+    SweptVolumeSignMode,
+    swept_volume_bounds,
+    swept_volume_field,
+    swept_volume_mesh,
+)
+from kernelc.geometry.swept_volume_lang import swept_volume_sdf
 
-__all__ = ["IsoSurfaceBase", "IsoSurfaceMarchingCubes", "IsoSurfaceNets"]
+__all__ = ["IsoSurfaceBase", "IsoSurfaceMarchingCubes", "IsoSurfaceNets", "SweptVolumeSignMode",
+           "lipschitz_octree", "sparse_marching_cubes", "sparse_marching_cubes_from_cells",
+           "swept_volume_bounds", "swept_volume_field", "swept_volume_mesh", "swept_volume_sdf"]

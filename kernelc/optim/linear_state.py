@@ -12,7 +12,12 @@ import kernelc as kc
 from kernelc import types as T
 from kernelc.frontend.decorators import Kernel
 from kernelc.optim import linear_kernels as K
-from kernelc.optim.linear_operator import SCALAR_TYPES, LinearOperator, aslinearoperator
+from kernelc.optim.linear_operator import (
+    SCALAR_TYPES,
+    LinearOperator,
+    _scalars,
+    aslinearoperator,
+)
 from kernelc.runtime.array import array
 
 
@@ -284,6 +289,11 @@ class LinearSolverState:
                  use_cuda_graph: bool = True) -> None:
         self._A = aslinearoperator(A)
         self._M = aslinearoperator(M)
+        # Warp accepts a block system's unknowns as arrays of vectors: solve on their scalar
+        # views, which share their memory.
+        if isinstance(b, array) and isinstance(x, array) and b.ptr is not None \
+                and x.ptr is not None and self._A.scalar_type in SCALAR_TYPES:
+            b, x = (_scalars(v, self._A.scalar_type, self._A.shape[0]) for v in (b, x))
         self._n = check_problem(self.name, self._A, b, x, self._M)
         if isinstance(check_every, bool) or operator.index(check_every) < 0:
             raise ValueError(f"{self.name}: check_every must be a non-negative integer, got "

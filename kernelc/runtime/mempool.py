@@ -292,7 +292,25 @@ class ScopedMempool(_ScopedSetting):
         set_mempool_enabled(self.device, value)
 
 
-class ScopedMempoolAccess(_ScopedSetting):
+class _ScopedAccess(_ScopedSetting):
+    """A setting of one device's access to another's memory (`_query`, `_change`)."""
+
+    _query: Any  # (target, peer) -> bool
+    _change: Any  # (target, peer, enable) -> None
+
+    def __init__(self, target_device: DeviceLike, peer_device: DeviceLike,
+                 enable: bool) -> None:
+        super().__init__(enable)
+        self.target_device, self.peer_device = target_device, peer_device
+
+    def _get(self) -> bool:
+        return self._query(self.target_device, self.peer_device)
+
+    def _set(self, value: bool) -> None:
+        self._change(self.target_device, self.peer_device, value)
+
+
+class ScopedMempoolAccess(_ScopedAccess):
     """Gives (or takes) `peer_device` access to `target_device`'s memory pool inside a
     `with` block.
 
@@ -302,19 +320,11 @@ class ScopedMempoolAccess(_ScopedSetting):
         enable (bool): Whether the access is on inside the block.
     """
 
-    def __init__(self, target_device: DeviceLike, peer_device: DeviceLike,
-                 enable: bool) -> None:
-        super().__init__(enable)
-        self.target_device, self.peer_device = target_device, peer_device
-
-    def _get(self) -> bool:
-        return is_mempool_access_enabled(self.target_device, self.peer_device)
-
-    def _set(self, value: bool) -> None:
-        set_mempool_access_enabled(self.target_device, self.peer_device, value)
+    _query = staticmethod(is_mempool_access_enabled)
+    _change = staticmethod(set_mempool_access_enabled)
 
 
-class ScopedPeerAccess(_ScopedSetting):
+class ScopedPeerAccess(_ScopedAccess):
     """Gives (or takes) `peer_device` direct access to `target_device`'s memory inside a
     `with` block (memory from the default allocator).
 
@@ -324,16 +334,8 @@ class ScopedPeerAccess(_ScopedSetting):
         enable (bool): Whether the access is on inside the block.
     """
 
-    def __init__(self, target_device: DeviceLike, peer_device: DeviceLike,
-                 enable: bool) -> None:
-        super().__init__(enable)
-        self.target_device, self.peer_device = target_device, peer_device
-
-    def _get(self) -> bool:
-        return is_peer_access_enabled(self.target_device, self.peer_device)
-
-    def _set(self, value: bool) -> None:
-        set_peer_access_enabled(self.target_device, self.peer_device, value)
+    _query = staticmethod(is_peer_access_enabled)
+    _change = staticmethod(set_peer_access_enabled)
 
 
 def is_device_available(device: DeviceLike) -> bool:

@@ -1,8 +1,9 @@
 """`kc.Volume`: a sparse volume in NanoVDB format that kernels sample through `volume.id`.
 
 The volume keeps a NanoVDB grid buffer on its device (`volume.array()`) and, next to it, a
-small descriptor (`kernelc.spatial.volume_lang.DESCRIPTOR_*`: the grid's address and the
-byte layout of its nodes) whose address is the `uint64` id kernels receive. Grids come from
+small descriptor (`kernelc.spatial.volume_root`: the grid's address, the byte layout of its
+nodes and a hash table of its root's tiles) whose address is the `uint64` id kernels
+receive. Grids come from
 `.nvdb` files, from buffers, or are built on the host with NumPy (`load_from_numpy`,
 `allocate`, `allocate_by_tiles`, `allocate_by_voxels`) in the node order Warp's builder
 uses, on every device.
@@ -28,6 +29,7 @@ from kernelc.spatial.volume_grids import (
     points_to_coords,
     transform_of,
 )
+from kernelc.spatial.volume_root import descriptor
 
 __all__ = ["Volume"]
 
@@ -120,37 +122,7 @@ class Volume:
         self._write_descriptor(host)
 
     def _write_descriptor(self, host: np.ndarray) -> None:
-        from kernelc.spatial import volume_lang as vl
-
-        h = self._header
-        lay = nv.layout(h.grid_type)
-        grid = self._buffer.ptr
-        raw = np.zeros(vl.DESCRIPTOR_SIZE, np.uint8)
-        u64, i32 = raw.view(np.uint64), raw.view(np.int32)
-        root = grid + nv.GRID_SIZE + h.node_offsets[3]
-        u64[vl.DESCRIPTOR_GRID // 8] = grid
-        u64[vl.DESCRIPTOR_ROOT // 8] = root
-        u64[vl.DESCRIPTOR_LEAVES // 8] = grid + nv.GRID_SIZE + h.node_offsets[0]
-        i32[vl.DESCRIPTOR_GRID_TYPE // 4] = h.grid_type
-        count = min(nv.indexable_voxel_count(h), 2**31 - 1)
-        i32[vl.DESCRIPTOR_VOXEL_COUNT // 4] = count
-        if lay is None:  # no tiles: every walk ends at the root, and nothing is read there
-            i32[vl.DESCRIPTOR_KIND // 4] = vl.KIND_UNSUPPORTED
-        else:
-            root_at = nv.GRID_SIZE + h.node_offsets[3] + nv.ROOT_TILE_COUNT
-            i32[vl.DESCRIPTOR_KIND // 4] = nv.INDEX_TYPES.get(h.grid_type, vl.KIND_VALUES)
-            i32[vl.DESCRIPTOR_TILE_COUNT // 4] = int(host[root_at:root_at + 4].view(np.uint32)[0])
-            fields = {vl.DESCRIPTOR_BACKGROUND: lay.root_background,
-                      vl.DESCRIPTOR_TILES: lay.root_size, vl.DESCRIPTOR_TILE_SIZE: lay.tile_size,
-                      vl.DESCRIPTOR_TILE_VALUE: lay.tile_value,
-                      vl.DESCRIPTOR_UPPER_TABLE: lay.upper_table,
-                      vl.DESCRIPTOR_LOWER_TABLE: lay.lower_table,
-                      vl.DESCRIPTOR_LEAF_TABLE: lay.leaf_table,
-                      vl.DESCRIPTOR_TABLE_STRIDE: lay.table_stride,
-                      vl.DESCRIPTOR_VALUE_SIZE: lay.value_size,
-                      vl.DESCRIPTOR_LEAF_SIZE: lay.leaf_size}
-            for offset, value in fields.items():
-                i32[offset // 4] = value
+        raw = descriptor(host, self._header, self._buffer.ptr)
         self._descriptor = array(raw, dtype=T.uint8, device=self.device)
         self.id = self._descriptor.ptr
 

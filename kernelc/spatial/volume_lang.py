@@ -1,15 +1,18 @@
 """The sparse volume's kernel side, written in kernelc's own language.
 
-A volume is a descriptor in device memory (`DESCRIPTOR_*` below: the NanoVDB grid's address
-and the byte layout of its nodes, which depends on the value type) that kernels receive as
-a `uint64` id. `locate` walks the NanoVDB tree for a voxel: the root's tile table (a linear
-search for the key of the coordinate's top bits), then an upper node (32^3 entries), a
-lower node (16^3) and a leaf (8^3). At each level a child-mask bit says whether the entry
-is a child's byte offset or a value, so a walk ends at a leaf value, a tile value of an
-internal node or root tile, or the background. The eight corners of a trilinear sample
-go through `locate_cached`, which starts from the deepest node of the previous walk that
-still holds the voxel (NanoVDB's read accessor). The value types are read by overloads of
-`read`, which the generic samplers call with a zero of the wanted type.
+A volume is a descriptor in device memory (`DESCRIPTOR_*`, from `volume_root`: the NanoVDB
+grid's address, the byte layout of its nodes, which depends on the value type, and a hash
+table of the root's tiles) that kernels receive as a `uint64` id. `locate` walks the
+NanoVDB tree for a voxel: the root tile of the coordinate's top bits (one probe of the
+hash table, where NanoVDB searches the root's table linearly), then an upper node (32^3
+entries), a lower node (16^3) and a leaf (8^3). At each level a child-mask bit says whether
+the entry is a child's byte offset or a value, so a walk ends at a leaf value, a tile value
+of an internal node or root tile, or the background. The eight corners of a trilinear
+sample go through `locate_cached`, which starts from the deepest node of the previous walk
+that still holds the voxel (NanoVDB's read accessor; it also remembers the root's answer,
+so corners in empty space share one root lookup). The value types are read by overloads
+of `read` (`volume_values_lang`), which the generic samplers call with a zero of the
+wanted type.
 
 Arithmetic follows Warp's (NanoVDB's) operation by operation, so that results agree bit for
 bit: nearest sampling rounds halfway away from zero, trilinear weights are products of
@@ -23,31 +26,39 @@ from typing import Any
 
 import kernelc as kc
 from kernelc.builtins import BUILTINS
+from kernelc.spatial.volume_root import (  # noqa: F401
+    DESCRIPTOR_BACKGROUND,
+    DESCRIPTOR_GRID,
+    DESCRIPTOR_GRID_TYPE,
+    DESCRIPTOR_HASH_MASK,
+    DESCRIPTOR_HASH_PROBES,
+    DESCRIPTOR_HASH_SHIFT,
+    DESCRIPTOR_KIND,
+    DESCRIPTOR_LEAF_SIZE,
+    DESCRIPTOR_LEAF_TABLE,
+    DESCRIPTOR_LEAVES,
+    DESCRIPTOR_LOWER_TABLE,
+    DESCRIPTOR_ROOT,
+    DESCRIPTOR_SIZE,
+    DESCRIPTOR_TABLE_STRIDE,
+    DESCRIPTOR_TILE_COUNT,
+    DESCRIPTOR_TILE_SIZE,
+    DESCRIPTOR_TILE_VALUE,
+    DESCRIPTOR_TILES,
+    DESCRIPTOR_UPPER_TABLE,
+    DESCRIPTOR_VALUE_SIZE,
+    DESCRIPTOR_VOXEL_COUNT,
+    EMPTY_KEY,
+    HASH_MULTIPLIER,
+    KIND_INDEX,
+    KIND_ON_INDEX,
+    KIND_UNSUPPORTED,
+    KIND_VALUES,
+)
 
-# Descriptor fields (bytes); int32 unless noted.
-DESCRIPTOR_GRID = 0  # uint64: the grid's address
-DESCRIPTOR_ROOT = 8  # uint64: the root node's address
-DESCRIPTOR_LEAVES = 16  # uint64: the first leaf's address
-DESCRIPTOR_GRID_TYPE = 24  # NanoVDB grid type code
-DESCRIPTOR_KIND = 28  # KIND_* below
-DESCRIPTOR_TILE_COUNT = 32  # tiles of the root table
-DESCRIPTOR_BACKGROUND = 36  # offset of the background value in the root
-DESCRIPTOR_TILES = 40  # offset of the root's tile table
-DESCRIPTOR_TILE_SIZE = 44
-DESCRIPTOR_TILE_VALUE = 48  # offset of the value in a tile
-DESCRIPTOR_UPPER_TABLE = 52
-DESCRIPTOR_LOWER_TABLE = 56
-DESCRIPTOR_LEAF_TABLE = 60
-DESCRIPTOR_TABLE_STRIDE = 64
-DESCRIPTOR_VALUE_SIZE = 68  # bytes per leaf value
-DESCRIPTOR_LEAF_SIZE = 72
-DESCRIPTOR_VOXEL_COUNT = 76  # indexable voxels (volume_voxel_count)
-DESCRIPTOR_SIZE = 80
-
-KIND_UNSUPPORTED = -1  # leaves without plain values: nothing can be read
-KIND_VALUES = 0
-KIND_INDEX = 1  # every voxel of a leaf has an index
-KIND_ON_INDEX = 2  # active voxels have an index
+# The descriptor's fields and the root hash table (`volume_root`), read here and by
+# `volume_index_lang`.
+from kernelc.spatial.volume_values_lang import grad_term, read, weigh  # noqa: F401
 
 CLOSEST = 0
 LINEAR = 1
@@ -115,14 +126,47 @@ def leaf_slot(i: kc.int32, j: kc.int32, k: kc.int32) -> kc.int32:
 @kc.struct
 class Accessor:
     """The nodes of the last walk (NanoVDB's read accessor): a walk for a nearby voxel
-    starts from the deepest cached node that still contains it. Zero: nothing cached."""
+    starts from the deepest cached node that still contains it. `top` is what the root
+    gave for the key of (i, j, k) and `level` its level (2: an upper node, 3: a tile, 4:
+    neither, the background), so that voxels of empty space share one root lookup too.
+    Zero: nothing cached."""
 
     i: kc.int32
     j: kc.int32
     k: kc.int32
-    upper: kc.uint64
+    level: kc.int32
+    top: kc.uint64
     lower: kc.uint64
     leaf: kc.uint64
+
+
+@kc.func
+def find_tile(volume: kc.uint64, key: kc.uint64) -> kc.uint64:
+    """The byte offset from the root of the root tile with `key`, 0 when there is none:
+    a search of the root's table when it is short (`DESCRIPTOR_HASH_PROBES` 0), else a
+    probe of the hash table that follows the descriptor."""
+    probes = _field(volume, DESCRIPTOR_HASH_PROBES)
+    if probes == 0:
+        # every thread reads the same tiles here: vector code loads each key once
+        root = _load_u64(volume, DESCRIPTOR_ROOT // 8)
+        size = _field(volume, DESCRIPTOR_TILE_SIZE)
+        offset = _field(volume, DESCRIPTOR_TILES)
+        for _t in range(_field(volume, DESCRIPTOR_TILE_COUNT)):
+            if _load_u64(_offset(root, offset), 0) == key:
+                return kc.uint64(offset)
+            offset += size
+        return kc.uint64(0)
+    mask = kc.uint64(_field(volume, DESCRIPTOR_HASH_MASK))
+    slot = (key * kc.uint64(HASH_MULTIPLIER)) >> kc.uint64(_field(volume, DESCRIPTOR_HASH_SHIFT))
+    for _probe in range(probes):
+        at = kc.uint64(DESCRIPTOR_SIZE // 8) + slot * kc.uint64(2)
+        entry = _load_u64(volume, at)
+        if entry == key:
+            return _load_u64(volume, at + kc.uint64(1))
+        if entry == kc.uint64(EMPTY_KEY):
+            return kc.uint64(0)
+        slot = (slot + kc.uint64(1)) & mask
+    return kc.uint64(0)
 
 
 @kc.func
@@ -130,17 +174,14 @@ def _in_root(volume: kc.uint64, i: kc.int32, j: kc.int32, k: kc.int32):
     """(node, level): the upper node holding (i, j, k) (level 2), a constant root tile (3),
     or the root itself, when no tile holds it (4)."""
     root = _load_u64(volume, DESCRIPTOR_ROOT // 8)
-    key = coord_key(i, j, k)
-    tile_size = _field(volume, DESCRIPTOR_TILE_SIZE)
-    tile = _offset(root, _field(volume, DESCRIPTOR_TILES))
-    for _t in range(_field(volume, DESCRIPTOR_TILE_COUNT)):
-        if _load_u64(tile, 0) == key:
-            offset = _load_u64(tile, 1)
-            if offset == kc.uint64(0):
-                return tile, 3
-            return root + offset, 2
-        tile = _offset(tile, tile_size)
-    return root, 4
+    offset = find_tile(volume, coord_key(i, j, k))
+    if offset == kc.uint64(0):
+        return root, 4
+    tile = root + offset
+    child = _load_u64(tile, 1)
+    if child == kc.uint64(0):
+        return tile, 3
+    return root + child, 2
 
 
 @kc.func
@@ -189,15 +230,16 @@ def locate_cached(volume: kc.uint64, acc: Accessor, i: kc.int32, j: kc.int32, k:
     lower = acc.lower
     if lower == kc.uint64(0) or (dirty & -128) != 0:
         acc.lower = kc.uint64(0)
-        upper = acc.upper
-        if upper == kc.uint64(0) or (dirty & -4096) != 0:
-            node, level = _in_root(volume, i, j, k)
-            acc.upper = kc.uint64(0)
-            if level != 2:
-                return node, level, 0, acc
-            upper = node
-        node, down, n = _in_upper(volume, upper, i, j, k)
-        acc.upper = upper
+        if acc.level == 0 or (dirty & -4096) != 0:  # another root key
+            top, level = _in_root(volume, i, j, k)
+            acc.top = top
+            acc.level = level
+            acc.i = i
+            acc.j = j
+            acc.k = k
+        if acc.level != 2:
+            return acc.top, acc.level, 0, acc
+        node, down, n = _in_upper(volume, acc.top, i, j, k)
         acc.i = i
         acc.j = j
         acc.k = k
@@ -237,56 +279,6 @@ def has_type(volume: kc.uint64, grid_type: kc.int32) -> bool:
     return _field(volume, DESCRIPTOR_GRID_TYPE) == grid_type
 
 
-# ---- reading values: one overload per value type (the second argument selects it) --------
-
-
-@kc.func
-def read(address: kc.uint64, zero: kc.float32) -> kc.float32:
-    return _load_f32(address, 0)
-
-
-@kc.func
-def read(address: kc.uint64, zero: kc.float64) -> kc.float64:  # noqa: F811
-    return _load_f64(address, 0)
-
-
-@kc.func
-def read(address: kc.uint64, zero: kc.int32) -> kc.int32:  # noqa: F811
-    return _load_i32(address, 0)
-
-
-@kc.func
-def read(address: kc.uint64, zero: kc.int64) -> kc.int64:  # noqa: F811
-    return kc.int64(_load_u64(address, 0))
-
-
-@kc.func
-def read(address: kc.uint64, zero: kc.uint32) -> kc.uint32:  # noqa: F811
-    return kc.uint32(_load_i32(address, 0))
-
-
-@kc.func
-def read(address: kc.uint64, zero: kc.vec3f) -> kc.vec3f:  # noqa: F811
-    return kc.vec3f(_load_f32(address, 0), _load_f32(address, 1), _load_f32(address, 2))
-
-
-@kc.func
-def read(address: kc.uint64, zero: kc.vec3d) -> kc.vec3d:  # noqa: F811
-    return kc.vec3d(_load_f64(address, 0), _load_f64(address, 1), _load_f64(address, 2))
-
-
-@kc.func
-def read(address: kc.uint64, zero: kc.vec4f) -> kc.vec4f:  # noqa: F811
-    return kc.vec4f(_load_f32(address, 0), _load_f32(address, 1), _load_f32(address, 2),
-                    _load_f32(address, 3))
-
-
-@kc.func
-def read(address: kc.uint64, zero: kc.vec4d) -> kc.vec4d:  # noqa: F811
-    return kc.vec4d(_load_f64(address, 0), _load_f64(address, 1), _load_f64(address, 2),
-                    _load_f64(address, 3))
-
-
 @kc.func
 def lookup(volume: kc.uint64, i: kc.int32, j: kc.int32, k: kc.int32, zero: Any,
            grid_type: kc.int32):
@@ -308,101 +300,6 @@ def store_address(volume: kc.uint64, i: kc.int32, j: kc.int32, k: kc.int32,
     if level != 0:
         return kc.uint64(0)
     return value_address(volume, node, level, slot)
-
-
-# ---- weights: trilinear interpolation in the value's own scalar type ----------------------
-
-
-@kc.func
-def weigh(w: kc.float32, v: kc.float32) -> kc.float32:
-    return w * v
-
-
-@kc.func
-def weigh(w: kc.float32, v: kc.float64) -> kc.float64:  # noqa: F811
-    return kc.float64(w) * v
-
-
-@kc.func
-def weigh(w: kc.float32, v: kc.int32) -> kc.int32:  # noqa: F811
-    return kc.int32(w) * v
-
-
-@kc.func
-def weigh(w: kc.float32, v: kc.int64) -> kc.int64:  # noqa: F811
-    return kc.int64(w) * v
-
-
-@kc.func
-def weigh(w: kc.float32, v: kc.uint32) -> kc.uint32:  # noqa: F811
-    return kc.uint32(w) * v
-
-
-@kc.func
-def weigh(w: kc.float32, v: kc.vec3f) -> kc.vec3f:  # noqa: F811
-    return w * v
-
-
-@kc.func
-def weigh(w: kc.float32, v: kc.vec3d) -> kc.vec3d:  # noqa: F811
-    return kc.float64(w) * v
-
-
-@kc.func
-def weigh(w: kc.float32, v: kc.vec4f) -> kc.vec4f:  # noqa: F811
-    return w * v
-
-
-@kc.func
-def weigh(w: kc.float32, v: kc.vec4d) -> kc.vec4d:  # noqa: F811
-    return kc.float64(w) * v
-
-
-@kc.func
-def grad_term(v: kc.float32, gw: kc.vec3f) -> kc.vec3f:
-    """A corner's part of the gradient: its value times the weight's gradient (a row per
-    component for vector values), in the value's scalar type."""
-    return v * gw
-
-
-@kc.func
-def grad_term(v: kc.float64, gw: kc.vec3f) -> kc.vec3d:  # noqa: F811
-    return v * kc.vec3d(gw)
-
-
-@kc.func
-def grad_term(v: kc.int32, gw: kc.vec3f) -> kc.vec3i:  # noqa: F811
-    return v * kc.vec3i(kc.int32(gw[0]), kc.int32(gw[1]), kc.int32(gw[2]))
-
-
-@kc.func
-def grad_term(v: kc.int64, gw: kc.vec3f) -> kc.vec3l:  # noqa: F811
-    return v * kc.vec3l(kc.int64(gw[0]), kc.int64(gw[1]), kc.int64(gw[2]))
-
-
-@kc.func
-def grad_term(v: kc.uint32, gw: kc.vec3f) -> kc.vec3ui:  # noqa: F811
-    return v * kc.vec3ui(kc.uint32(gw[0]), kc.uint32(gw[1]), kc.uint32(gw[2]))
-
-
-@kc.func
-def grad_term(v: kc.vec3f, gw: kc.vec3f) -> kc.mat33f:  # noqa: F811
-    return kc.outer(v, gw)
-
-
-@kc.func
-def grad_term(v: kc.vec3d, gw: kc.vec3f) -> kc.mat33d:  # noqa: F811
-    return kc.outer(v, kc.vec3d(gw))
-
-
-@kc.func
-def grad_term(v: kc.vec4f, gw: kc.vec3f) -> kc.types.matrix((4, 3), kc.float32):  # noqa: F811
-    return kc.outer(v, gw)
-
-
-@kc.func
-def grad_term(v: kc.vec4d, gw: kc.vec3f) -> kc.types.matrix((4, 3), kc.float64):  # noqa: F811
-    return kc.outer(v, kc.vec3d(gw))
 
 
 @kc.func
