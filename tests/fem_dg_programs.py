@@ -2,7 +2,8 @@
 Warp's `warp.fem` API.
 
 This file runs as is with kernelc; the tests also run a copy whose imports say `warp`
-instead of `kernelc` (in a Warp subprocess) and compare what both return. Integrands
+instead of `kernelc` (in a Warp subprocess) and compare what both return (the result
+helpers come from `tests/fem_harness.py`, in both processes). Integrands
 live here because both compilers read them from a file. The `bad_*` integrands are
 compiled by kernelc only, to check where its errors point.
 """
@@ -11,6 +12,7 @@ import numpy as np
 
 import kernelc as wp
 import kernelc.fem as fem
+from tests.fem_harness import block_csr, flat, prefixed
 
 
 @fem.integrand
@@ -95,18 +97,6 @@ def scalar_source(s: fem.Sample, domain: fem.Domain, v: fem.Field):
     return (wp.cos(x[0]) + x[1] * x[1]) * v(s)
 
 
-def _csr(matrix) -> dict:
-    n = matrix.nnz_sync() if hasattr(matrix, "nnz_sync") else matrix.nnz
-    values = matrix.values.numpy()[:n].reshape(n, *matrix.block_shape)
-    return {"offsets": matrix.offsets.numpy()[: matrix.nrow + 1].copy(),
-            "columns": matrix.columns.numpy()[:n].copy(), "values": values.copy()}
-
-
-def _flat(prefix: str, d: dict, out: dict) -> None:
-    for k, v in d.items():
-        out[f"{prefix}.{k}"] = np.asarray(v)
-
-
 def _scalar_forms(geo, degree: int, family, out: dict, prefix: str) -> None:
     space = fem.make_polynomial_space(geo, degree=degree, discontinuous=True, family=family)
     cells, sides = fem.Cells(geo), fem.Sides(geo)
@@ -114,14 +104,14 @@ def _scalar_forms(geo, degree: int, family, out: dict, prefix: str) -> None:
     side_test, side_trial = fem.make_test(space, domain=sides), fem.make_trial(space, domain=sides)
     out[f"{prefix}.node_count"] = np.array(space.node_count())
     out[f"{prefix}.positions"] = space.node_positions().numpy()
-    _flat(f"{prefix}.mass", _csr(fem.integrate(scalar_mass_form,
-                                               fields={"u": trial, "v": test})), out)
-    _flat(f"{prefix}.nodal_mass", _csr(fem.integrate(
+    flat(f"{prefix}.mass", block_csr(fem.integrate(scalar_mass_form,
+                                                   fields={"u": trial, "v": test})), out)
+    flat(f"{prefix}.nodal_mass", block_csr(fem.integrate(
         scalar_mass_form, fields={"u": trial, "v": test}, assembly="nodal")), out)
-    _flat(f"{prefix}.sip", _csr(fem.integrate(sip_form, fields={"u": side_trial,
-                                                               "v": side_test})), out)
+    flat(f"{prefix}.sip", block_csr(fem.integrate(sip_form, fields={"u": side_trial,
+                                                                   "v": side_test})), out)
     lo, hi = geo.bounds_lo, geo.bounds_hi
-    _flat(f"{prefix}.upwind", _csr(fem.integrate(
+    flat(f"{prefix}.upwind", block_csr(fem.integrate(
         upwind_form, fields={"u": side_trial, "v": side_test},
         values={"w": wp.vec2(0.7, -0.4), "lo": lo, "hi": hi})), out)
     out[f"{prefix}.source"] = fem.integrate(scalar_source, fields={"v": test}).numpy()
@@ -149,11 +139,11 @@ def assemble_2d(res: int = 4) -> dict:
     p0 = fem.make_collocated_function_space(basis0, dtype=wp.vec2)
     out["p0.node_count"] = np.array(p0.node_count())
     out["p0.positions"] = p0.node_positions().numpy()
-    _flat("p0.nodal_mass", _csr(fem.integrate(
+    flat("p0.nodal_mass", block_csr(fem.integrate(
         vector_mass_form, fields={"u": fem.make_trial(p0, domain=cells),
                                   "v": fem.make_test(p0, domain=cells)},
         assembly="nodal", output_dtype=float)), out)
-    _flat("p0.sides", _csr(fem.integrate(
+    flat("p0.sides", block_csr(fem.integrate(
         vector_side_form, fields={"u": fem.make_trial(p0, domain=sides),
                                   "v": fem.make_test(p0, domain=sides)})), out)
     f0 = p0.make_field()
@@ -182,11 +172,11 @@ def assemble_2d(res: int = 4) -> dict:
     t2 = fem.make_polynomial_space(geo, degree=2, discontinuous=True, dtype=wp.mat22,
                                    family=fem.Polynomial.GAUSS_LEGENDRE)
     t_test, t_trial = fem.make_test(t2, domain=cells), fem.make_trial(t2, domain=cells)
-    _flat("t2.nodal_mass", _csr(fem.integrate(tensor_mass_form,
-                                              fields={"sig": t_trial, "tau": t_test},
-                                              assembly="nodal")), out)
-    _flat("t2.mass", _csr(fem.integrate(tensor_mass_form,
-                                        fields={"sig": t_trial, "tau": t_test})), out)
+    flat("t2.nodal_mass", block_csr(fem.integrate(tensor_mass_form,
+                                                  fields={"sig": t_trial, "tau": t_test},
+                                                  assembly="nodal")), out)
+    flat("t2.mass", block_csr(fem.integrate(tensor_mass_form,
+                                            fields={"sig": t_trial, "tau": t_test})), out)
     return out
 
 
@@ -198,7 +188,7 @@ def assemble_3d(res: int = 2) -> dict:
     for name, degree in (("q1", 1), ("p0", 0)):
         space = fem.make_polynomial_space(geo, degree=degree, discontinuous=True)
         out[f"{name}.positions"] = space.node_positions().numpy()
-        _flat(f"{name}.sip", _csr(fem.integrate(
+        flat(f"{name}.sip", block_csr(fem.integrate(
             sip_form, fields={"u": fem.make_trial(space, domain=sides),
                               "v": fem.make_test(space, domain=sides)})), out)
     return out
@@ -206,10 +196,7 @@ def assemble_3d(res: int = 2) -> dict:
 
 def run_all() -> dict:
     """Every program, keys prefixed "2d." and "3d."."""
-    out = {}
-    for prefix, part in (("2d", assemble_2d()), ("3d", assemble_3d())):
-        out.update({f"{prefix}.{k}": v for k, v in part.items()})
-    return out
+    return prefixed({"2d": assemble_2d(), "3d": assemble_3d()})
 
 
 # ---- kernelc only: wrong uses that must point at their line --------------------------------

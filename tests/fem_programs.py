@@ -1,7 +1,8 @@
 """Finite-element programs for tests/test_fem.py, written against Warp's `warp.fem` API.
 
 This file runs as is with kernelc; the tests also run a copy whose imports say `warp`
-instead of `kernelc` (in a Warp subprocess) and compare what both return. Integrands
+instead of `kernelc` (in a Warp subprocess) and compare what both return (the result
+helpers come from `tests/fem_harness.py`, in both processes). Integrands
 live here because both compilers read them from a file. The `bad_*` integrands are
 compiled by kernelc only, to check where its errors point.
 """
@@ -10,6 +11,7 @@ import numpy as np
 
 import kernelc as wp
 import kernelc.fem as fem
+from tests.fem_harness import flat
 
 
 @fem.integrand
@@ -84,11 +86,6 @@ def _csr(matrix) -> dict:
             "values": matrix.values.numpy()[:n].reshape(n).copy()}
 
 
-def _flat(prefix: str, d: dict, out: dict) -> None:
-    for k, v in d.items():
-        out[f"{prefix}.{k}"] = np.asarray(v)
-
-
 def assemble(degree: int, serendipity: bool = False, res: int = 6, full: bool = True) -> dict:
     """The operators of the diffusion example on a res x (res + 1) grid: right-hand side,
     stiffness, nodal boundary projector and values, boundary mass, projected system; with
@@ -107,21 +104,21 @@ def assemble(degree: int, serendipity: bool = False, res: int = 6, full: bool = 
     out["rhs"] = fem.integrate(value_form, fields={"v": test}).numpy()
     stiffness = fem.integrate(stiffness_form, fields={"u": trial, "v": test},
                               values={"nu": wp.float64(1.5)})
-    _flat("stiffness", _csr(stiffness), out)
+    flat("stiffness", _csr(stiffness), out)
     boundary = fem.BoundarySides(geo)
     bd_test = fem.make_test(space=space, domain=boundary)
     bd_trial = fem.make_trial(space=space, domain=boundary)
     projector = fem.integrate(x_wall_form, fields={"u": bd_trial, "v": bd_test},
                               assembly="nodal")
-    _flat("projector", _csr(projector), out)
+    flat("projector", _csr(projector), out)
     bd_rhs = fem.integrate(x_wall_value_form, fields={"v": bd_test},
                            values={"value": wp.float64(3.0)}, assembly="nodal")
     out["bd_rhs"] = bd_rhs.numpy()
-    _flat("wall_mass", _csr(fem.integrate(x_wall_form, fields={"u": bd_trial, "v": bd_test})),
-          out)
+    flat("wall_mass", _csr(fem.integrate(x_wall_form, fields={"u": bd_trial, "v": bd_test})),
+         out)
     rhs = fem.integrate(value_form, fields={"v": test})
     fem.project_linear_system(stiffness, rhs, projector, bd_rhs)
-    _flat("projected", _csr(stiffness), out)
+    flat("projected", _csr(stiffness), out)
     out["projected_rhs"] = rhs.numpy()
     out["normalized_bd_rhs"] = bd_rhs.numpy()
     if full:
@@ -131,7 +128,7 @@ def assemble(degree: int, serendipity: bool = False, res: int = 6, full: bool = 
 
 def _more(out: dict, geo, space, cells, boundary, test, trial, bd_test) -> None:
     out["position_rhs"] = fem.integrate(position_form, fields={"v": test}).numpy()
-    _flat("mass", _csr(fem.integrate(mass_form, fields={"u": trial, "v": test})), out)
+    flat("mass", _csr(fem.integrate(mass_form, fields={"u": trial, "v": test})), out)
     out["area"] = np.array(fem.integrate(one_form, domain=cells))
     out["perimeter"] = np.array(fem.integrate(one_form, domain=boundary))
     out["wall_rhs"] = fem.integrate(x_wall_value_form, fields={"v": bd_test},
@@ -139,8 +136,8 @@ def _more(out: dict, geo, space, cells, boundary, test, trial, bd_test) -> None:
     sides = fem.Sides(geo)
     side_test = fem.make_test(space=space, domain=sides)
     side_trial = fem.make_trial(space=space, domain=sides)
-    _flat("sides", _csr(fem.integrate(interior_penalty_form,
-                                      fields={"u": side_trial, "v": side_test})), out)
+    flat("sides", _csr(fem.integrate(interior_penalty_form,
+                                     fields={"u": side_trial, "v": side_test})), out)
 
     field = space.make_field()
     fem.interpolate(position_value, dest=field, values={"shift": 0.0})
@@ -168,7 +165,7 @@ def run_cases(names) -> dict:
     out = {}
     for name in names:
         degree, serendipity, full = CASES[name]
-        _flat(name, assemble(degree, serendipity, full=full), out)
+        flat(name, assemble(degree, serendipity, full=full), out)
     return out
 
 

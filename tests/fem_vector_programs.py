@@ -2,7 +2,8 @@
 against Warp's `warp.fem` API.
 
 This file runs as is with kernelc; the tests also run a copy whose imports say `warp`
-instead of `kernelc` (in a Warp subprocess) and compare what both return. Integrands
+instead of `kernelc` (in a Warp subprocess) and compare what both return (the result
+helpers come from `tests/fem_harness.py`, in both processes). Integrands
 live here because both compilers read them from a file. The `bad_*` integrands are
 compiled by kernelc only, to check where its errors point.
 """
@@ -11,6 +12,7 @@ import numpy as np
 
 import kernelc as wp
 import kernelc.fem as fem
+from tests.fem_harness import block_csr, flat, prefixed
 
 
 @fem.integrand
@@ -78,19 +80,6 @@ def wall_velocity(x: wp.vec2, height: float, speed: float):
     return wp.vec2(0.0, x[0])
 
 
-def _csr(matrix) -> dict:
-    """A BSR matrix as offsets, columns and (blocks, rows, cols) values (NumPy)."""
-    n = matrix.nnz_sync() if hasattr(matrix, "nnz_sync") else matrix.nnz
-    values = matrix.values.numpy()[:n].reshape(n, *matrix.block_shape)
-    return {"offsets": matrix.offsets.numpy()[: matrix.nrow + 1].copy(),
-            "columns": matrix.columns.numpy()[:n].copy(), "values": values.copy()}
-
-
-def _flat(prefix: str, d: dict, out: dict) -> None:
-    for k, v in d.items():
-        out[f"{prefix}.{k}"] = np.asarray(v)
-
-
 def assemble_2d(res: int = 4) -> dict:
     """Forms of the Stokes and Navier-Stokes examples, and more, on a res x (res + 1) grid:
     Q2 velocities (vec2), Q1 pressures, a mat22 Q1 tensor space. All results as NumPy."""
@@ -102,17 +91,17 @@ def assemble_2d(res: int = 4) -> dict:
     cells, boundary = fem.Cells(geo), fem.BoundarySides(geo)
     u_test, u_trial = fem.make_test(u_space, domain=cells), fem.make_trial(u_space, domain=cells)
     out = {"u_node_count": np.array(u_space.node_count())}
-    _flat("viscosity", _csr(fem.integrate(viscosity_form, fields={"u": u_trial, "v": u_test},
-                                          values={"nu": 0.7}, output_dtype=wp.float64)), out)
-    _flat("grad", _csr(fem.integrate(grad_form, fields={"u": u_trial, "v": u_test})), out)
+    flat("viscosity", block_csr(fem.integrate(viscosity_form, fields={"u": u_trial, "v": u_test},
+                                              values={"nu": 0.7}, output_dtype=wp.float64)), out)
+    flat("grad", block_csr(fem.integrate(grad_form, fields={"u": u_trial, "v": u_test})), out)
     p_test = fem.make_test(p_space, domain=cells)
-    _flat("div", _csr(fem.integrate(div_form, fields={"u": u_trial, "q": p_test},
-                                    output_dtype=wp.float64)), out)
+    flat("div", block_csr(fem.integrate(div_form, fields={"u": u_trial, "q": p_test},
+                                        output_dtype=wp.float64)), out)
     t_trial = fem.make_trial(t_space, domain=cells)
-    _flat("tensor_div", _csr(fem.integrate(tensor_div_form,
-                                           fields={"tau": t_trial, "v": u_test})), out)
-    _flat("nested", _csr(fem.integrate(nested_form, fields={"u": u_trial, "v": u_test},
-                                       values={"dt": 0.25, "nu": 0.1})), out)
+    flat("tensor_div", block_csr(fem.integrate(tensor_div_form,
+                                               fields={"tau": t_trial, "v": u_test})), out)
+    flat("nested", block_csr(fem.integrate(nested_form, fields={"u": u_trial, "v": u_test},
+                                           values={"dt": 0.25, "nu": 0.1})), out)
 
     bd_test = fem.make_test(u_space, domain=boundary)
     bd_trial = fem.make_trial(u_space, domain=boundary)
@@ -120,12 +109,12 @@ def assemble_2d(res: int = 4) -> dict:
     out["top_rhs"] = fem.integrate(top_form, fields={"u": lid, "v": bd_test},
                                    output_dtype=wp.vec2d).numpy()
     out["top_rhs_scalars"] = fem.integrate(top_form, fields={"u": lid, "v": bd_test}).numpy()
-    _flat("bd_mass", _csr(fem.integrate(vector_mass_form, fields={"u": bd_trial, "v": bd_test},
-                                        output_dtype=wp.float64)), out)
+    flat("bd_mass", block_csr(fem.integrate(vector_mass_form, fields={"u": bd_trial, "v": bd_test},
+                                            output_dtype=wp.float64)), out)
     sides = fem.Sides(geo)
-    _flat("sides", _csr(fem.integrate(side_vector_form,
-                                      fields={"u": fem.make_trial(u_space, domain=sides),
-                                              "v": fem.make_test(u_space, domain=sides)})), out)
+    flat("sides", block_csr(fem.integrate(side_vector_form,
+                                          fields={"u": fem.make_trial(u_space, domain=sides),
+                                                  "v": fem.make_test(u_space, domain=sides)})), out)
 
     # Dirichlet conditions with 2x2 blocks, from an implicit field (Navier-Stokes's way)
     projector = fem.integrate(vector_mass_form, fields={"u": bd_trial, "v": bd_test},
@@ -134,14 +123,14 @@ def assemble_2d(res: int = 4) -> dict:
                              values={"height": 2.0, "speed": 3.0})
     fixed = fem.integrate(vector_mass_form, fields={"u": wall, "v": bd_test}, assembly="nodal",
                           output_dtype=wp.vec2d)
-    _flat("projector", _csr(projector), out)
+    flat("projector", block_csr(projector), out)
     out["fixed"] = fixed.numpy().copy()
     matrix = fem.integrate(viscosity_form, fields={"u": u_trial, "v": u_test},
                            values={"nu": 1.0}, output_dtype=wp.float64)
     rhs = fem.integrate(vector_mass_form, fields={"u": fem.UniformField(cells, wp.vec2(1.0, -2.0)),
                                                   "v": u_test}, output_dtype=wp.vec2d)
     fem.project_linear_system(matrix, rhs, projector, fixed)
-    _flat("projected", _csr(matrix), out)
+    flat("projected", block_csr(matrix), out)
     out["projected_rhs"] = rhs.numpy()
     out["normalized_fixed"] = fixed.numpy()
 
@@ -163,9 +152,9 @@ def assemble_3d(res: int = 2) -> dict:
     cells = fem.Cells(geo)
     test, trial = fem.make_test(u_space, domain=cells), fem.make_trial(u_space, domain=cells)
     out = {}
-    _flat("viscosity", _csr(fem.integrate(viscosity_form, fields={"u": trial, "v": test},
-                                          values={"nu": 1.0})), out)
-    _flat("curl", _csr(fem.integrate(curl_3d_form, fields={"u": trial, "v": test})), out)
+    flat("viscosity", block_csr(fem.integrate(viscosity_form, fields={"u": trial, "v": test},
+                                              values={"nu": 1.0})), out)
+    flat("curl", block_csr(fem.integrate(curl_3d_form, fields={"u": trial, "v": test})), out)
     return out
 
 
@@ -176,10 +165,7 @@ def curl_3d_form(s: fem.Sample, u: fem.Field, v: fem.Field):
 
 def run_all() -> dict:
     """Every program, keys prefixed "2d." and "3d."."""
-    out = {}
-    for prefix, part in (("2d", assemble_2d()), ("3d", assemble_3d())):
-        out.update({f"{prefix}.{k}": v for k, v in part.items()})
-    return out
+    return prefixed({"2d": assemble_2d(), "3d": assemble_3d()})
 
 
 # ---- kernelc only: wrong uses that must point at their line --------------------------------

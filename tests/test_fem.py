@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +24,8 @@ import pytest
 
 import kernelc as kc
 import kernelc.fem as fem
+from tests import fem_harness as H
 from tests import fem_programs as P
-from tests.conftest import warp_available
 
 CASES = ("q1", "q2", "s2", "q3", "s3")
 EXAMPLE_RUNS = {  # Example(...) arguments, besides quiet and resolution
@@ -38,31 +35,6 @@ EXAMPLE_RUNS = {  # Example(...) arguments, besides quiet and resolution
 EXAMPLE_3D_RUNS = {"d1": {"degree": 1}, "d2_c01": {"degree": 2, "boundary_compliance": 0.1}}
 RES_2D, RES_3D = 10, 4
 PROGRAMS = Path(P.__file__)
-
-
-def _warp_examples_dir() -> Path | None:
-    spec = importlib.util.find_spec("warp")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "examples" / "fem"
-    return path if path.is_dir() else None
-
-
-def _as_warp(text: str) -> str:
-    text = re.sub(r"^import kernelc as wp$", "import warp as wp", text, flags=re.M)
-    return re.sub(r"^import kernelc\.fem as fem$", "import warp.fem as fem", text, flags=re.M)
-
-
-_WARP_PROLOGUE = """
-import sys
-import numpy as np
-import warp as wp
-wp.config.quiet = True
-wp.config.enable_backward = False  # halves Warp's compile time; nothing here differentiates
-wp.init()
-sys.path.insert(0, {folder!r})
-results = {{}}
-"""
 
 _WARP_CASES = """
 import fem_programs_warp as P
@@ -82,50 +54,21 @@ for name, kwargs in {runs3!r}.items():
     results["ex3." + name] = e._scalar_field.dof_values.numpy()
 """
 
-
-class _WarpRun:
-    """Two Warp subprocesses (the programs' cases, the examples), started at once and
-    waited for when a result is first needed; their cold compiles overlap kernelc's."""
-
-    def __init__(self, folder: Path) -> None:
-        (folder / "fem_programs_warp.py").write_text(_as_warp(PROGRAMS.read_text()))
-        values = {"folder": str(folder), "cases": list(CASES), "runs2": EXAMPLE_RUNS,
-                  "runs3": EXAMPLE_3D_RUNS, "res2": RES_2D, "res3": RES_3D}
-        self.runs = []
-        for part, body in (("cases", _WARP_CASES), ("examples", _WARP_EXAMPLES)):
-            out = folder / f"warp_{part}.npz"
-            script = folder / f"warp_{part}.py"
-            epilogue = f"np.savez({str(out)!r}, **results)\n"
-            script.write_text(textwrap.dedent(_WARP_PROLOGUE).format(**values)
-                              + textwrap.dedent(body).format(**values) + epilogue)
-            proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-            self.runs.append((proc, out))
-        self._results = None
-
-    def results(self) -> dict:
-        if self._results is None:
-            merged = {}
-            for proc, out in self.runs:
-                _, err = proc.communicate(timeout=600)
-                assert proc.returncode == 0, err[-3000:]
-                merged.update(np.load(out))
-            self._results = merged
-        return self._results
-
-    def kill(self) -> None:
-        for proc, _ in self.runs:
-            if proc.poll() is None:
-                proc.kill()
+# Warp's example files loaded with kernelc, and the names their copies are loaded under.
+EXAMPLE_MODULES = {"utils": "kc_fem_example_utils",
+                   "example_diffusion": "kc_fem_example_diffusion",
+                   "example_diffusion_3d": "kc_fem_example_diffusion_3d"}
 
 
 @pytest.fixture(scope="module")
 def warp_run(tmp_path_factory):
-    if not warp_available() or _warp_examples_dir() is None:
-        pytest.skip("warp-lang (with its examples) is not installed")
-    run = _WarpRun(tmp_path_factory.mktemp("warp_fem"))
-    yield run
-    run.kill()
+    """Two Warp subprocesses (the programs' cases, the examples)."""
+    scripts = {"cases": _WARP_CASES.format(cases=list(CASES)),
+               "examples": _WARP_EXAMPLES.format(runs2=EXAMPLE_RUNS, runs3=EXAMPLE_3D_RUNS,
+                                                 res2=RES_2D, res3=RES_3D)}
+    with H.started_warp_run(tmp_path_factory, "warp_fem", PROGRAMS, scripts,
+                            timeout=600) as run:
+        yield run
 
 
 @pytest.fixture(scope="module")
@@ -133,35 +76,11 @@ def kc_cases(warp_run):
     return P.run_cases(CASES)
 
 
-def _kernelc_source(text: str) -> str:
-    text = text.replace("import warp.examples.fem.utils as fem_example_utils",
-                        "import kc_fem_example_utils as fem_example_utils")
-    text = text.replace("from warp.examples.fem.example_diffusion import",
-                        "from kc_fem_example_diffusion import")
-    return re.sub(r"^(\s*)(import|from) warp\b", r"\1\2 kernelc", text, flags=re.M)
-
-
 @pytest.fixture(scope="module")
 def kc_examples(tmp_path_factory):
     """Warp's example modules (and their utils) with kernelc for warp."""
-    folder = _warp_examples_dir()
-    if folder is None:
-        pytest.skip("warp-lang's examples are not installed")
-    out = tmp_path_factory.mktemp("kc_fem_examples")
-    modules = {}
-    for name, file, prefix in (("kc_fem_example_utils", "utils.py", ""),
-                               ("kc_fem_example_diffusion", "example_diffusion.py", ""),
-                               ("kc_fem_example_diffusion_3d", "example_diffusion_3d.py", "")):
-        path = out / f"{name}.py"  # kernels and integrands are read back from their file
-        path.write_text(prefix + _kernelc_source((folder / file).read_text()))
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        modules[name] = module
-    yield modules
-    for name in modules:
-        sys.modules.pop(name, None)
+    with H.kernelc_examples(tmp_path_factory, "kc_fem_examples", EXAMPLE_MODULES) as modules:
+        yield modules
 
 
 # ---- agreement with Warp --------------------------------------------------------------------

@@ -14,19 +14,13 @@ stopping tolerance.
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests import fem_dg_programs as P
-from tests.conftest import warp_available
-from tests.test_fem import _as_warp, _warp_examples_dir
+from tests import fem_harness as H
 
 PROGRAMS = Path(P.__file__)
 # name: (module, Example(...) arguments, steps, state attributes, tolerance relative to the
@@ -55,13 +49,6 @@ EXAMPLES = {
 }
 
 _WARP_SCRIPT = """
-import importlib, sys
-import numpy as np
-import warp as wp
-wp.config.quiet = True
-wp.config.enable_backward = False
-wp.init()
-sys.path.insert(0, {folder!r})
 import fem_dg_programs_warp as P
 results = P.run_all()
 for name, (module, kwargs, steps, attributes, _) in {examples!r}.items():
@@ -70,42 +57,20 @@ for name, (module, kwargs, steps, attributes, _) in {examples!r}.items():
         example.step()
     for attribute in attributes:
         results[name + "." + attribute] = getattr(example, attribute).dof_values.numpy()
-np.savez({out!r}, **results)
 """
 
-
-class _WarpRun:
-    """The Warp subprocess, started at once and waited for when a result is first needed."""
-
-    def __init__(self, folder: Path) -> None:
-        (folder / "fem_dg_programs_warp.py").write_text(_as_warp(PROGRAMS.read_text()))
-        self.out = folder / "warp_dg.npz"
-        script = folder / "warp_dg.py"
-        script.write_text(textwrap.dedent(_WARP_SCRIPT).format(
-            folder=str(folder), examples=EXAMPLES, out=str(self.out)))
-        self.proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self._results = None
-
-    def results(self) -> dict:
-        if self._results is None:
-            _, err = self.proc.communicate(timeout=900)
-            assert self.proc.returncode == 0, err[-3000:]
-            self._results = dict(np.load(self.out))
-        return self._results
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+# Warp's example files loaded with kernelc (examples import each other), and the names their
+# copies are loaded under.
+EXAMPLE_MODULES = {file: f"kcd_fem_{file}"
+                   for file in ["utils"] + sorted({module for module, *_ in EXAMPLES.values()})}
 
 
 @pytest.fixture(scope="module")
 def warp_run(tmp_path_factory):
-    if not warp_available() or _warp_examples_dir() is None:
-        pytest.skip("warp-lang (with its examples) is not installed")
-    run = _WarpRun(tmp_path_factory.mktemp("warp_fem_dg"))
-    yield run
-    run.kill()
+    scripts = {"dg": _WARP_SCRIPT.format(examples=EXAMPLES)}
+    with H.started_warp_run(tmp_path_factory, "warp_fem_dg", PROGRAMS, scripts,
+                            timeout=900) as run:
+        yield run
 
 
 @pytest.fixture(scope="module")
@@ -113,35 +78,12 @@ def kc_programs(warp_run):
     return P.run_all()
 
 
-def _kernelc_example(text: str) -> str:
-    """An example's source with kernelc for warp (examples import each other)."""
-    text = text.replace("import warp.examples.fem.utils as fem_example_utils",
-                        "import kcd_fem_utils as fem_example_utils")
-    text = re.sub(r"from warp\.examples\.fem\.(\w+) import", r"from kcd_fem_\1 import", text)
-    return re.sub(r"^(\s*)(import|from) warp\b", r"\1\2 kernelc", text, flags=re.M)
-
-
 @pytest.fixture(scope="module")
 def kc_examples(tmp_path_factory):
-    """Warp's example modules (and their utils) with kernelc for warp."""
-    folder = _warp_examples_dir()
-    if folder is None:
-        pytest.skip("warp-lang's examples are not installed")
-    out = tmp_path_factory.mktemp("kc_fem_dg_examples")
-    modules = {}
-    files = ["utils"] + sorted({module for module, *_ in EXAMPLES.values()})
-    for file in files:
-        name = f"kcd_fem_{file}"
-        path = out / f"{name}.py"  # kernels and integrands are read back from their file
-        path.write_text(_kernelc_example((folder / f"{file}.py").read_text()))
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        modules[file] = module
-    yield modules
-    for file in modules:
-        sys.modules.pop(f"kcd_fem_{file}", None)
+    """Warp's example modules (and their utils) with kernelc for warp, by file name."""
+    with H.kernelc_examples(tmp_path_factory, "kc_fem_dg_examples",
+                            EXAMPLE_MODULES) as modules:
+        yield {file: modules[name] for file, name in EXAMPLE_MODULES.items()}
 
 
 def test_dg_programs_match_warp(kc_programs, warp_run):

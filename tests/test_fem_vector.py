@@ -12,18 +12,13 @@ by the iterative solvers' stopping tests.
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests import fem_harness as H
 from tests import fem_vector_programs as P
-from tests.conftest import warp_available
-from tests.test_fem import _as_warp, _kernelc_source, _warp_examples_dir
 
 PROGRAMS = Path(P.__file__)
 # Example(...) arguments and steps; small resolutions keep both runs to seconds.
@@ -32,13 +27,6 @@ EXAMPLES = {"stokes": ("example_stokes", {"resolution": 5}, 1),
             "taylor_green": ("example_taylor_green", {"resolution": 6}, 2)}
 
 _WARP_SCRIPT = """
-import importlib, sys
-import numpy as np
-import warp as wp
-wp.config.quiet = True
-wp.config.enable_backward = False
-wp.init()
-sys.path.insert(0, {folder!r})
 import fem_vector_programs_warp as P
 results = P.run_all()
 for name, (module, kwargs, steps) in {examples!r}.items():
@@ -48,42 +36,19 @@ for name, (module, kwargs, steps) in {examples!r}.items():
         example.step()
     results[name + ".u"] = example._u_field.dof_values.numpy()
     results[name + ".p"] = example._p_field.dof_values.numpy()
-np.savez({out!r}, **results)
 """
 
-
-class _WarpRun:
-    """The Warp subprocess, started at once and waited for when a result is first needed."""
-
-    def __init__(self, folder: Path) -> None:
-        (folder / "fem_vector_programs_warp.py").write_text(_as_warp(PROGRAMS.read_text()))
-        self.out = folder / "warp_vector.npz"
-        script = folder / "warp_vector.py"
-        script.write_text(textwrap.dedent(_WARP_SCRIPT).format(
-            folder=str(folder), examples=EXAMPLES, out=str(self.out)))
-        self.proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self._results = None
-
-    def results(self) -> dict:
-        if self._results is None:
-            _, err = self.proc.communicate(timeout=900)
-            assert self.proc.returncode == 0, err[-3000:]
-            self._results = dict(np.load(self.out))
-        return self._results
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+# Warp's example files loaded with kernelc, and the names their copies are loaded under.
+EXAMPLE_MODULES = {"utils": "kcv_fem_example_utils"} | {
+    module: f"kcv_fem_{module}" for module, _, _ in EXAMPLES.values()}
 
 
 @pytest.fixture(scope="module")
 def warp_run(tmp_path_factory):
-    if not warp_available() or _warp_examples_dir() is None:
-        pytest.skip("warp-lang (with its examples) is not installed")
-    run = _WarpRun(tmp_path_factory.mktemp("warp_fem_vector"))
-    yield run
-    run.kill()
+    scripts = {"vector": _WARP_SCRIPT.format(examples=EXAMPLES)}
+    with H.started_warp_run(tmp_path_factory, "warp_fem_vector", PROGRAMS, scripts,
+                            timeout=900) as run:
+        yield run
 
 
 @pytest.fixture(scope="module")
@@ -94,27 +59,9 @@ def kc_programs(warp_run):
 @pytest.fixture(scope="module")
 def kc_examples(tmp_path_factory):
     """Warp's example modules (and their utils) with kernelc for warp."""
-    folder = _warp_examples_dir()
-    if folder is None:
-        pytest.skip("warp-lang's examples are not installed")
-    out = tmp_path_factory.mktemp("kc_fem_vector_examples")
-    modules = {}
-    files = [("kcv_fem_example_utils", "utils.py")] + [
-        (f"kcv_fem_{module}", f"{module}.py") for module, _, _ in EXAMPLES.values()]
-    for name, file in files:
-        text = (folder / file).read_text().replace(
-            "import warp.examples.fem.utils as fem_example_utils",
-            "import kcv_fem_example_utils as fem_example_utils")
-        path = out / f"{name}.py"  # kernels and integrands are read back from their file
-        path.write_text(_kernelc_source(text))
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        modules[name] = module
-    yield modules
-    for name in modules:
-        sys.modules.pop(name, None)
+    with H.kernelc_examples(tmp_path_factory, "kc_fem_vector_examples",
+                            EXAMPLE_MODULES) as modules:
+        yield modules
 
 
 # ---- agreement with Warp --------------------------------------------------------------------
