@@ -58,9 +58,9 @@ from kernelc.runtime.mempool import (  # noqa: E402
     set_peer_access_enabled,
 )
 from kernelc.runtime.array import (  # noqa: E402
-    array, clone, empty, empty_like, from_dlpack,
-    from_numpy, full, full_like, ones, ones_like, to_dlpack, zeros, zeros_like,
+    array, clone, empty, empty_like, full, full_like, ones, ones_like, zeros, zeros_like,
 )
+from kernelc.runtime.array_interop import from_dlpack, from_numpy, to_dlpack  # noqa: E402
 from kernelc.runtime.memory import copy  # noqa: E402
 from kernelc.runtime.indexedarray import (  # noqa: E402
     indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d,

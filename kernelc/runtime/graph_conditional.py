@@ -10,6 +10,7 @@ inside a CUDA capture both functions raise.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -131,8 +132,6 @@ def _cpu_capture(condition: Any) -> CpuCapture | None:
                                "capture_if/capture_while outside the CUDA capture, or capture "
                                "on the CPU")
         return None
-    import threading
-
     capture = get_runtime().extras.get("capture")
     if capture is None or capture.thread != threading.get_ident():
         return None

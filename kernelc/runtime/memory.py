@@ -352,8 +352,8 @@ def _timed_or_captured(kind: int, device: Device, name: str, fn: Callable[..., A
     (as Warp's CPU graphs do, even for the copy that fills an array made in the capture)."""
     if device.is_cpu:
         capture = get_runtime().extras.get("capture")
-        operation = _HostOperation((kind, device, name, fn, *args), keep)
-        if capture is not None and capture.intercept(operation):
+        if capture is not None and capture.intercept(
+                _HostOperation((kind, device, name, fn, *args), keep)):
             return
     timed(kind, device, name, fn, *args)
 
