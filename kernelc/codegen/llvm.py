@@ -178,9 +178,10 @@ class FunctionEmitter:
             mem = b.load(ptr, typ=llvm_type(p.type, memory=True))
             self.values[p.id] = ops.from_memory(b, mem, p.type)
         self.alloc_slots()
-        from kernelc.ir.uniform import uniform_updates
+        if self.state.options.disjoint_arrays:  # (else a read may alias a summed array)
+            from kernelc.ir.uniform import uniform_updates
 
-        llvm_memory.make_accumulators(self, uniform_updates(self.fn))
+            llvm_memory.make_accumulators(self, uniform_updates(self.fn))
         if self.state.alias is not None:
             self.origins = llvm_alias.value_origins(self.fn, llvm_alias.kernel_origins(self.fn))
         llvm_loops.emit_loops(self, start, end)

@@ -53,8 +53,8 @@ def uniform_updates(fn: ir.Function) -> frozenset[int]:
     candidates = [s for s in candidates if s.result.id not in used]
     chosen = {s.result.id for s in candidates}
     spoiled = _spoiled_roots(fn, roots, chosen)
-    return frozenset(s.result.id for s in candidates if roots[s.args[0].id] not in spoiled
-                     and not any(_within(roots[s.args[0].id], r) for r in spoiled))
+    return frozenset(s.result.id for s in candidates
+                     if not any(_within(roots[s.args[0].id], r) for r in spoiled))
 
 
 def _spoiled_roots(fn: ir.Function, roots: dict[int, Root], chosen: set[int]) -> set[Root]:
