@@ -11,8 +11,10 @@ import pytest
 
 import kernelc as kc
 from kernelc.autodiff.adjoint import adjoint_module
-from kernelc.autodiff.kernel import adjoint_kernel
+from kernelc.autodiff.kernel import adjoint_kernel, launch_facts
 from kernelc.builtins.registry import primitive_keys
+from kernelc.ir import nodes as ir
+from kernelc.ir.nodes import OpCode, walk
 from kernelc.ir.verify import verify
 
 f64 = kc.float64
@@ -279,3 +281,50 @@ def test_backward_compiles_with_nvrtc():
     pytest.importorskip("cuda.bindings.nvrtc")
     compiled = kc.compile(adjoint_kernel(loops_kernel), target="cuda", arch=90)
     assert compiled.format == "cubin" and compiled.binary
+
+
+def test_backward_launches_specialise_on_gradient_arrays_and_mask(rng):
+    # `launch(adjoint=True)` runs a backward kernel specialised on which gradient arrays
+    # its launch passes and on its store mask: it tests neither per thread, and computes
+    # what the generic backward kernel (which tests both as it runs) computes.
+    n = 300
+    x = rng.uniform(0.5, 1.5, n)
+    xa = kc.array(x, dtype=f64, requires_grad=True)
+    y = kc.zeros(n, dtype=f64, requires_grad=True)
+    kc.launch(overwrite_kernel, n, [xa, y])
+    seed = rng.uniform(0.5, 1.5, n)
+    cases = (  # (adjoint of x, adjoint of y, which of them the launch passes)
+        ("own", "own"), ("given", "given"), (None, "own"), ("given", None))
+    for adj_x, adj_y in cases:
+        xa.grad.fill_(np.nan)
+        xa.grad.zero_()
+        y.grad.assign(seed)
+        gx, gy = kc.zeros(n, dtype=f64), kc.array(seed, dtype=f64)
+        adjoints = [gx if adj_x == "given" else None, gy if adj_y == "given" else None]
+        if adj_x is None:
+            xa.grad = None
+        if adj_y is None:
+            y.grad = None
+        kc.launch(overwrite_kernel, n, inputs=[xa, y], adj_inputs=adjoints, adjoint=True)
+        out_x = gx if adj_x == "given" else xa.grad
+        out_y = gy if adj_y == "given" else y.grad
+        if out_x is not None:  # unconsumed, the first store's gradient flows on too
+            expected = 0 * x if adj_y is None else (2 * x + (adj_y == "given") * 2) * seed
+            np.testing.assert_allclose(out_x.numpy(), expected)
+        if out_y is not None:  # only its own gradient is consumed by the store
+            np.testing.assert_array_equal(out_y.numpy(), 0.0 if adj_y == "own" else seed)
+        xa.grad = kc.zeros(n, dtype=f64)
+        y.grad = kc.zeros(n, dtype=f64)
+
+    types = overwrite_kernel.specialize((kc.array(dtype=f64), kc.array(dtype=f64)))
+    gx, gy = kc.zeros(n, dtype=f64), kc.zeros(n, dtype=f64)
+    for adjoints, mask in (([gx, gy], 0b10), ([None, gy], 0), ([gx, kc.zeros(0, dtype=f64)], 0)):
+        facts = launch_facts(types, adjoints, mask)
+        fn = adjoint_kernel(overwrite_kernel, facts).get_ir((*types, *types, kc.uint64)).kernel
+        ops = [s.opcode for s in walk(fn.body) if isinstance(s, ir.Op)]
+        assert OpCode.ARRAY_SHAPE not in ops and OpCode.SHR not in ops
+        stores = [s for s in walk(fn.body) if isinstance(s, ir.ArrayStore)]
+        assert len(stores) == (2 if mask else 0)  # y's gradient zeroed only when it is own
+        atomics = [s for s in walk(fn.body) if isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC]
+        assert bool(atomics) == (adjoints[0] is not None and adjoints[1].size > 0)
+    assert adjoint_kernel(overwrite_kernel, facts) is adjoint_kernel(overwrite_kernel, facts)

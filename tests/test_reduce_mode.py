@@ -76,6 +76,30 @@ def test_expand_uses_private_copies_only_where_it_may(monkeypatch):
     assert sorted(ticket.numpy()[::4].tolist()) == list(range(25_000))
 
 
+@kc.kernel(reduce_mode=kc.ReduceMode.Expand)
+def pair_sums(x: kc.array(dtype=float), out: kc.array(dtype=float)):
+    i = kc.tid()
+    for j in range(x.shape[0]):
+        out[j] += x[i] * x[j]  # every thread adds into every element
+
+
+@pytest.mark.parametrize("threads, n", [(1, 3000), (4, 40)])
+def test_a_launch_one_thread_runs_updates_in_place(threads, n, monkeypatch):
+    # Run by one thread (one worker, or a small launch with a loop), an Expand kernel uses
+    # its plain-update variant on the arrays themselves: no copies, the same sums.
+    monkeypatch.setattr(kc.config, "num_threads", threads)
+    xn = np.random.default_rng(5).uniform(0.5, 1.5, n).astype(np.float32)
+    x, out = kc.array(xn), kc.full(n, np.nan)
+    out.zero_()
+    cmd = kc.launch(pair_sums, n, inputs=[x, out], record_cmd=True)
+    assert cmd.expand is None
+    assert cmd.variant is not cmd.compiled and cmd.variant.params == cmd.compiled.params
+    cmd.launch()
+    np.testing.assert_allclose(out.numpy(), xn * xn.sum(dtype=np.float64), rtol=1e-5)
+    alias = kc.launch(pair_sums, n, inputs=[x, x], record_cmd=True)
+    assert alias.variant is alias.compiled  # arrays that share memory: atomics stay
+
+
 def test_reduce_mode_must_be_a_reduce_mode():
     with pytest.raises(TypeError, match="kc.ReduceMode"):
         kc.kernel(reduce_mode="expand")

@@ -29,12 +29,28 @@ from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
 
-def adjoint_module(module: ir.Module) -> ir.Module:
+@dataclass(frozen=True)
+class AdjointFacts:
+    """What a backward launch fixes that its kernel can be specialised on.
+
+    `mask`: the launch's `adj_store_mask`. `present`: per parameter, True for an array
+    parameter whose adjoint is a non-empty array, False for one whose adjoint is missing
+    or empty, None for other parameters (their gradient arrays are tested as the kernel
+    runs). Launches keep these the same from step to step, and a kernel that knows them
+    has no per-thread tests of them: its loop over threads can vectorise.
+    """
+
+    mask: int
+    present: tuple[bool | None, ...]
+
+
+def adjoint_module(module: ir.Module, facts: AdjointFacts | None = None) -> ir.Module:
     """The module whose kernel is the backward kernel of `module.kernel`.
 
     Its parameters: the primal's, one adjoint per primal parameter, and a uint64 mask
     (bit k: the adjoint of array parameter k is that array's own gradient, so a store
-    into the array consumes the gradient it reads).
+    into the array consumes the gradient it reads). With `facts`, the kernel is only
+    right for launches with those facts (the mask parameter is then unused).
     """
     mad = _ModuleAD(module)
     kernel = lower_exits(module.kernel)
@@ -43,10 +59,14 @@ def adjoint_module(module: ir.Module) -> ir.Module:
     mask = ad.b.new_value(T.uint64)
     for k, (p, a) in enumerate(zip(kernel.params, adj_params)):
         ad.env[p.id] = p
-        if has_arrays(p.type):
+        present = None if facts is None else facts.present[k]
+        if has_arrays(p.type) and present is not False:  # (no gradient array: no gradient)
             ad.shadow[p.id] = a
             ad.param_bit[p.id] = k
+            if present:
+                ad.nonempty.add(a.id)
     ad.mask = mask
+    ad.known_mask = None if facts is None else facts.mask
     body = ad.run()
     fn = ir.Function(
         f"{kernel.name}_backward", (*kernel.params, *adj_params, mask),

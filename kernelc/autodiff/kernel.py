@@ -10,12 +10,15 @@ reads, as Warp does.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelc import types as T
 from kernelc.config import ReduceMode
 from kernelc.frontend.decorators import Kernel
 from kernelc.ir import nodes as ir
+
+if TYPE_CHECKING:
+    from kernelc.autodiff.adjoint import AdjointFacts
 
 MASK_PARAM = "adj_store_mask"
 
@@ -25,7 +28,7 @@ class AdjointKernel(Kernel):
 
     is_adjoint = True
 
-    def __init__(self, primal: Kernel):
+    def __init__(self, primal: Kernel, facts: AdjointFacts | None = None):
         options = dict(primal.options)
         # Gradients of shared reads (a[j] read by every thread) are atomic adds into one
         # element from many threads: unless the kernel says otherwise, they go to
@@ -33,7 +36,11 @@ class AdjointKernel(Kernel):
         options.setdefault("reduce_mode", ReduceMode.Expand)
         super().__init__(primal.func, options)
         self.primal = primal
+        self.facts = facts
         self.key = primal.key + ".backward"
+        if facts is not None:
+            present = "".join("-" if p is None else str(int(p)) for p in facts.present)
+            self.key += f".{present}.{facts.mask:x}"
         self.module = primal.module
 
     def __repr__(self) -> str:
@@ -73,14 +80,31 @@ class AdjointKernel(Kernel):
         types = self.primal.param_types if primal_types is None else primal_types
         module = self._ir.get(types)
         if module is None:
-            module = adjoint_module(self.primal.get_ir(primal_types))
+            module = adjoint_module(self.primal.get_ir(primal_types), self.facts)
             self._ir[types] = module
         return module
 
 
-def adjoint_kernel(kernel: Kernel) -> AdjointKernel:
-    """The backward kernel of `kernel` (made once, kept on the kernel)."""
+def adjoint_kernel(kernel: Kernel, facts: AdjointFacts | None = None) -> AdjointKernel:
+    """The backward kernel of `kernel` (made once, kept on the kernel); with `facts`, the
+    one specialised on them (see `AdjointFacts`), made once per distinct facts."""
     found = kernel.__dict__.get("_adjoint_kernel")
     if found is None:
         found = kernel.__dict__["_adjoint_kernel"] = AdjointKernel(kernel)
-    return found
+    if facts is None:
+        return found
+    special = kernel.__dict__.setdefault("_adjoint_kernels", {})
+    made = special.get(facts)
+    if made is None:
+        made = special[facts] = AdjointKernel(kernel, facts)
+    return made
+
+
+def launch_facts(types: tuple[T.Type, ...], adj_values: list, mask: int) -> AdjointFacts:
+    """The facts of a backward launch whose adjoint arguments are `adj_values`."""
+    from kernelc.autodiff.adjoint import AdjointFacts
+
+    present = tuple(
+        (v is not None and getattr(v, "size", 1) > 0) if isinstance(t, T.ArrayType) else None
+        for t, v in zip(types, adj_values))
+    return AdjointFacts(mask, present)

@@ -282,6 +282,9 @@ def _extract(ad, s: ir.Op, g: ir.Value) -> None:
 def _if_gradient_array(ad, shadow: ir.Value, emit: Callable[[], None]) -> None:
     """Runs `emit` under `if shadow is not empty` (a missing gradient array is empty)."""
     b = ad.b
+    if shadow.id in ad.nonempty:  # known at launch
+        emit()
+        return
     size = b.op(OpCode.ARRAY_SHAPE, (shadow,), T.int32, 0)
     nonempty = b.op(OpCode.NE, (size, b.const(0, T.int32)), T.bool_)
     with b.region() as body:
@@ -345,7 +348,10 @@ def array_store(ad, s: ir.ArrayStore) -> None:
     def emit():
         g = b.op(OpCode.ARRAY_LOAD, (shadow, *indices), s.value.type)
         ad.acc(s.value, g)
-        if bit is not None:
+        if bit is not None and ad.known_mask is not None:
+            if ad.known_mask >> bit & 1:
+                b.append(ir.ArrayStore(b.loc, shadow, tuple(indices), zero(b, s.value.type)))
+        elif bit is not None:
             shifted = b.op(OpCode.SHR, (ad.mask, b.const(bit, T.uint64)), T.uint64)
             own = b.op(OpCode.BITAND, (shifted, b.const(1, T.uint64)), T.uint64)
             is_own = b.op(OpCode.NE, (own, b.const(0, T.uint64)), T.bool_)

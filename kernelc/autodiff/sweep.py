@@ -41,6 +41,10 @@ class FunctionAD:
         self.shadow: dict[int, ir.Value] = {}
         self.param_bit: dict[int, int] = {}
         self.mask: ir.Value | None = None
+        # Known at launch (a backward kernel specialised on its launch's AdjointFacts):
+        # the store mask, and the shadows known to be non-empty arrays.
+        self.known_mask: int | None = None
+        self.nonempty: set[int] = set()
         self.in_if: set[int] = set()
         self._mark_in_if(fn.body, False)
         # Slots read somewhere: only those need their stores differentiated.

@@ -37,6 +37,30 @@ def expanded_run(kernel: Any, compiled: Any, args: ctypes.Structure, values: Seq
     nothing to expand (no qualifying array, arrays that share memory, one worker)."""
     if reduce_mode(kernel) is not ReduceMode.Expand or overlapping or config.num_threads < 2:
         return None
+    targets = reduction_params(kernel, compiled, values)
+    return ExpandedRun(args, values, targets) if targets else None
+
+
+def single_thread_variant(kernel: Any, compiled: Any, values: Sequence[Any],
+                          overlapping: bool) -> Any:
+    """The variant to run when one thread runs a whole `ReduceMode.Expand` launch.
+
+    Nothing contends then, so the variant whose updates of reduction targets are plain
+    read-modify-writes (built for private copies) can run on the arrays themselves: an
+    atomic float add is a compare-and-swap loop on x86, several times a plain add. Only
+    launches with loops or many threads switch, so that a small launch does not pay for
+    compiling a second variant.
+    """
+    if (reduce_mode(kernel) is not ReduceMode.Expand or overlapping
+            or not reduction_params(kernel, compiled, values)):
+        return compiled
+    from kernelc.runtime.compiler import get_cpu_kernel
+
+    return get_cpu_kernel(kernel, compiled.params, expanded=True)
+
+
+def reduction_params(kernel: Any, compiled: Any, values: Sequence[Any]) -> dict[int, str]:
+    """The launch's reduction targets: parameter index -> combining operation."""
     from kernelc.ir.analysis import reduction_targets
 
     found = getattr(compiled, "reduction_targets", None)
@@ -47,8 +71,7 @@ def expanded_run(kernel: Any, compiled: Any, args: ctypes.Structure, values: Seq
         found = {index[pid]: kind for pid, kind in reduction_targets(fn).items()
                  if pid not in compiled.private_params}
         compiled.reduction_targets = found
-    targets = {i: kind for i, kind in found.items() if values[i] is not None}
-    return ExpandedRun(args, values, targets) if targets else None
+    return {i: kind for i, kind in found.items() if values[i] is not None}
 
 
 class ExpandedRun:

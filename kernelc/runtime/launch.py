@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -72,6 +73,10 @@ def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Ty
             return _numpy_arg_type(want, value, device, fail)
         if isinstance(value, np.ndarray):
             raise fail("expected a kernelc array, got a numpy.ndarray (wrap it with kc.array)")
+        if want is not None and kc_type is None and is_torch_tensor(value):
+            from kernelc.interop.torch import tensor_arg_type
+
+            return tensor_arg_type(want, value, device, fail)
         if want is not None and isinstance(kc_type, T.IndexedArrayType):
             raise fail(f"expected {want!r}, got a kc.indexedarray (declare the parameter "
                        f"kc.indexedarray(dtype=...), or pass its .contiguous() copy)")
@@ -133,14 +138,24 @@ def _numpy_arg_type(want: T.ArrayType, value: np.ndarray, device, fail) -> T.Arr
     return T.ArrayType(elem, want.ndim)
 
 
+def is_torch_tensor(value: Any) -> bool:
+    """Whether `value` is a torch.Tensor (without importing torch: if it was never
+    imported, nothing can be a tensor)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
 def _in_place_arrays(values: Sequence[Any], types: Sequence[T.Type]) -> list[Any]:
-    """`values` with each NumPy array argument replaced by a kernelc array over its memory."""
-    if not any(isinstance(v, np.ndarray) for v in values):
+    """`values` with each NumPy array or torch tensor argument replaced by a kernelc array
+    over its memory."""
+    if not any(isinstance(v, np.ndarray) or is_torch_tensor(v) for v in values):
         return list(values)
+    from kernelc.interop.torch import tensor_as_array
     from kernelc.runtime.array import array
 
-    return [array(v, dtype=t.dtype, device="cpu", copy=False)
-            if isinstance(v, np.ndarray) and isinstance(t, T.ArrayType) else v
+    return [v if not isinstance(t, T.ArrayType) else
+            array(v, dtype=t.dtype, device="cpu", copy=False) if isinstance(v, np.ndarray) else
+            tensor_as_array(v, t.dtype) if is_torch_tensor(v) else v
             for v, t in zip(values, types)]
 
 
@@ -294,24 +309,32 @@ class Launch:
         self.args.error = ctypes.addressof(self.error)
         self._args_ptr = ctypes.addressof(self.args)
         self.expand = None  # ReduceMode.Expand's private copies, if the kernel asks for them
-        if runs_inline(self.compiled, self.size):
-            return  # one thread runs it all: nothing contends, so nothing to expand
-        if self.kernel.options.get("reduce_mode") or config.reduce_mode is not ReduceMode.Direct:
-            from kernelc.runtime.expand import expanded_run
+        self.variant = self.compiled  # what runs: `compiled`, or its plain-update variant
+        if not (self.kernel.options.get("reduce_mode")
+                or config.reduce_mode is not ReduceMode.Direct):
+            return
+        from kernelc.runtime import expand
 
-            self.expand = expanded_run(self.kernel, self.compiled, self.args, self.values,
-                                       overlapping(self.values, self.compiled.params))
-            if self.expand is not None:
-                from kernelc.runtime.compiler import get_cpu_kernel
+        alias = overlapping(self.values, self.compiled.params)
+        if runs_inline(self.compiled, self.size) or config.num_threads < 2:
+            # One thread runs it all: nothing contends, so nothing to expand.
+            if self.compiled.has_loops or self.size >= 16384:
+                self.variant = expand.single_thread_variant(self.kernel, self.compiled,
+                                                            self.values, alias)
+            return
+        self.expand = expand.expanded_run(self.kernel, self.compiled, self.args, self.values,
+                                          alias)
+        if self.expand is not None:
+            from kernelc.runtime.compiler import get_cpu_kernel
 
-                # Each worker owns its copies: the variant whose atomics on them are plain.
-                self.expand.cfunc = get_cpu_kernel(self.kernel, self.compiled.params,
-                                                   expanded=True).cfunc
+            # Each worker owns its copies: the variant whose atomics on them are plain.
+            self.expand.cfunc = get_cpu_kernel(self.kernel, self.compiled.params,
+                                               expanded=True).cfunc
 
     def launch(self) -> None:
         if self.size == 0:
             return
-        run_cpu(self.kernel, self.compiled, self._args_ptr, self.size, self.error, self.dims,
+        run_cpu(self.kernel, self.variant, self._args_ptr, self.size, self.error, self.dims,
                 self.device, self.expand)
 
 
@@ -500,14 +523,14 @@ def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[
              dev, stream: Any, block_dim: int | None, record_cmd: bool):
     """The checked launch of `kernel` on `dev`: a `Launch` on the CPU (not run yet); on
     CUDA, the command if `record_cmd`, else None once it has run."""
+    arrays = _in_place_arrays(values, types)
     if not dev.is_cpu:
         from kernelc.runtime.cuda_launch import launch_cuda
 
         if block_dim is None:
             block_dim = _module_block_dim(kernel)
-        return launch_cuda(kernel, dims, values, types, dev, stream, block_dim, record_cmd)
+        return launch_cuda(kernel, dims, arrays, types, dev, stream, block_dim, record_cmd)
     names = kernel.arg_names
-    arrays = _in_place_arrays(values, types)
     _check_strides(kernel, names, types, arrays)
     compiled, disjoint = pick_variant(kernel, types, arrays)
     return Launch(kernel, compiled, dims, arrays, dev, disjoint)
@@ -516,7 +539,7 @@ def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[
 def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], device: Any,
                     stream: Any, record_cmd: bool, block_dim: int | None):
     """`launch(adjoint=True)`: runs the backward kernel of `kernel` (see `launch`)."""
-    from kernelc.autodiff.kernel import adjoint_kernel
+    from kernelc.autodiff.kernel import adjoint_kernel, launch_facts
     from kernelc.autodiff.tape import adjoint_arguments, backward_disabled_by
     from kernelc.runtime.device import get_device
 
@@ -545,7 +568,10 @@ def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], de
         if v is not None:  # the adjoint of an array must be an array of the same type
             arg_type(backward, f"adj_{name}", t, v, dev)
     full = [*values, *adj_values, mask]
-    cmd = _prepare(backward, dims, full, (*types, *types, T.uint64), dev, stream, block_dim,
+    # The kernel run is specialised on what the adjoint arguments fix (which gradient
+    # arrays exist, the store mask); `backward` keeps the launch memo.
+    special = adjoint_kernel(kernel, launch_facts(types, adj_values, mask))
+    cmd = _prepare(special, dims, full, (*types, *types, T.uint64), dev, stream, block_dim,
                    record_cmd)
     if record_cmd or cmd is None:
         return cmd
