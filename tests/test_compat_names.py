@@ -200,6 +200,53 @@ def test_specific_codegen_errors(name, builtin):
     assert issubclass(getattr(warp, name), builtin)  # the same built-in base as Warp's
 
 
+@kc.struct
+class _Body:
+    mass: float
+
+
+@kc.kernel
+def unknown_vector_axis(a: kc.array(dtype=kc.vec3)):
+    v = a[0]
+    a[0] = kc.vec3(v.w, 0.0, 0.0)
+
+
+@kc.kernel
+def unknown_struct_field(a: kc.array(dtype=_Body)):
+    b = a[0]
+    b.speed = 1.0
+
+
+@kc.kernel
+def unknown_module_function(a: kc.array(dtype=float)):
+    a[0] = kc.no_such_function(1.0)
+
+
+@kc.kernel
+def type_changing_assignment(a: kc.array(dtype=float), n: kc.array(dtype=int)):
+    x = a[0]
+    x = n[0]
+    a[0] = x
+
+
+@pytest.mark.parametrize("kernel, dtypes, cls, builtin, where", [
+    (undefined_name, (float,), kc.WarpCodegenKeyError, KeyError, "not_defined_anywhere"),
+    (unknown_vector_axis, (kc.vec3,), kc.WarpCodegenAttributeError, AttributeError, "v.w"),
+    (unknown_struct_field, (_Body,), kc.WarpCodegenAttributeError, AttributeError, "b.speed"),
+    (unknown_module_function, (float,), kc.WarpCodegenAttributeError, AttributeError,
+     "kc.no_such_function"),
+    (type_changing_assignment, (float, int), kc.WarpCodegenTypeError, TypeError, "x = n[0]"),
+])
+def test_codegen_errors_raise_warps_specific_classes(kernel, dtypes, cls, builtin, where):
+    # The class Warp raises for the same mistake, so `except KeyError:` (say) still catches
+    # it; the message keeps its place in the source.
+    with pytest.raises(cls) as err:
+        kc.launch(kernel, 1, inputs=[kc.zeros(1, dtype=t) for t in dtypes])
+    assert isinstance(err.value, builtin) and isinstance(err.value, kc.KernelError)
+    text = str(err.value)
+    assert "test_compat_names.py:" in text and where in text and "^" in text
+
+
 def test_determinism_error_is_warps_kind():
     assert issubclass(kc.WarpDeterminismError, RuntimeError)
     assert not issubclass(kc.WarpDeterminismError, kc.KernelError)

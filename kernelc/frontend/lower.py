@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelc import types as T
-from kernelc.errors import KernelError, Loc
+from kernelc.errors import KernelError, Loc, WarpCodegenKeyError, WarpCodegenTypeError
 from kernelc.frontend.builder import IRBuilder, Val
 from kernelc.frontend.construct import ConstructLowering
 from kernelc.frontend.lower_aggregate import AggregateLowering
@@ -193,7 +193,7 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             return bound
         found, value = self.source.lookup_global(name)
         if not found:
-            raise KernelError(f"name '{name}' is not defined")
+            raise WarpCodegenKeyError(f"name '{name}' is not defined")
         return self.from_python(value, node)
 
     def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
@@ -215,7 +215,7 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         if isinstance(bound, ir.Slot):
             if value.type != bound.type:
                 if not value.weak:
-                    raise KernelError(
+                    raise WarpCodegenTypeError(
                         f"assignment changes the type of '{name}' from {bound.type!r} to "
                         f"{value.type!r}; cast explicitly, e.g. {bound.type!r}(...)"
                     )

@@ -13,7 +13,7 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.builtins import BUILTINS
-from kernelc.errors import KernelError
+from kernelc.errors import KernelError, WarpCodegenAttributeError
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import _OP_SYMBOL
 from kernelc.ir.nodes import OpCode, Value
@@ -102,13 +102,13 @@ class AggregateLowering:
             return t.field_index(attr)
         except KeyError:
             names = ", ".join(n for n, _ in t.fields)
-            raise KernelError(f"struct '{t.name}' has no field '{attr}' (fields: {names})"
+            raise WarpCodegenAttributeError(f"struct '{t.name}' has no field '{attr}' (fields: {names})"
                               ) from None
 
     def axis(self, t: T.VectorType, attr: str) -> int:
         index = _AXES.get(attr)
         if index is None or t.kind == "transform" or index >= t.length:
-            raise KernelError(f"{t!r} has no attribute '{attr}'")
+            raise WarpCodegenAttributeError(f"{t!r} has no attribute '{attr}'")
         return index
 
     def value_subscript(self, base: Any, indices: tuple[Val, ...], node: ast.AST):

@@ -11,7 +11,7 @@ import numpy as np
 from kernelc import types as T
 from kernelc.builtins import BUILTINS, Builtin, Expansion, indexed_array
 from kernelc.builtins.registry import unify
-from kernelc.errors import KernelError
+from kernelc.errors import KernelError, WarpCodegenAttributeError, WarpCodegenTypeError
 from kernelc.frontend.builder import Val
 from kernelc.ir import semantics
 from kernelc.ir.nodes import BINARY_OPS, OpCode, Slot
@@ -118,7 +118,7 @@ class ExprLowering:
         base = self.visit(node.value)
         if isinstance(base, PyObj):
             if not hasattr(base.obj, node.attr):
-                raise KernelError(f"'{_describe(base.obj)}' has no attribute '{node.attr}'")
+                raise WarpCodegenAttributeError(f"{_describe(base.obj)} has no attribute '{node.attr}'")
             return self.from_python(getattr(base.obj, node.attr), node)
         if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES) and node.attr == "shape":
             return ShapeRef(base)
@@ -132,7 +132,7 @@ class ExprLowering:
 
     def value_attribute(self, base: Any, attr: str, node: ast.AST):
         t = base.type if isinstance(base, Val) else type(base).__name__
-        raise KernelError(f"a value of type {t!r} has no attribute '{attr}'")
+        raise WarpCodegenAttributeError(f"a value of type {t!r} has no attribute '{attr}'")
 
     def visit_Subscript(self, node: ast.Subscript):
         return self.subscript(self.visit(node.value), node)
@@ -395,7 +395,7 @@ class ExprLowering:
         elif a.type == b.type:
             t = a.type
         else:
-            raise KernelError(f"the two sides have different types ({a.type!r}, {b.type!r})")
+            raise WarpCodegenTypeError(f"the two sides have different types ({a.type!r}, {b.type!r})")
         slot = self.b.new_slot("ifexp", t)
         for region, v in ((then, a), (other, b)):
             with self.b.reopen(region):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from kernelc import types as T
-from kernelc.errors import KernelError
+from kernelc.errors import KernelError, WarpCodegenAttributeError
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import (
     ARRAY_TYPES,
@@ -105,7 +105,7 @@ class StmtLowering:
         raise KernelError("only arrays and local arrays support item assignment")
 
     def assign_attribute(self, target: ast.Attribute, value: Val) -> None:
-        raise KernelError(f"cannot assign to attribute '{target.attr}'")
+        raise WarpCodegenAttributeError(f"cannot assign to attribute '{target.attr}'")
 
     def visit_AugAssign(self, node: ast.AugAssign):
         op = BINOPS.get(type(node.op))

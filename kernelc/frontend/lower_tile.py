@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kernelc import types as T
-from kernelc.errors import KernelError
+from kernelc.errors import KernelError, WarpCodegenAttributeError
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj, TupleVal
@@ -208,7 +208,7 @@ class TileLowering:
                 return self.from_python(base.shape, node)
             if attr == "dtype":
                 return PyObj(base.dtype)
-            raise KernelError(f"a tile has no attribute '{attr}'")
+            raise WarpCodegenAttributeError(f"a tile has no attribute '{attr}'")
         return super().value_attribute(base, attr, node)
 
     # ---- assignment -------------------------------------------------------------------------
