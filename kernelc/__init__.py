@@ -113,6 +113,8 @@ from kernelc.timing.trace import trace_begin, trace_end, trace_export  # noqa: E
 # Modules whose public names (their `__all__`) load on first use: they define kernels and
 # funcs, which importing kernelc should not pay for.
 _LAZY_MODULES = (
+    # from_torch, to_torch, ...: first, as it loads in a millisecond (torch only when called)
+    "kernelc.interop.torch",
     "kernelc.autodiff.tape",  # Tape
     "kernelc.autodiff.grad",  # grad
     "kernelc.autodiff.custom",  # func_grad, adjoint
@@ -134,13 +136,16 @@ _LAZY_MODULES = (
     "kernelc.autograd._export",  # `kc.autograd`, gradient checks
     "kernelc.spatial.volume",  # Volume
     "kernelc.frontend.volume_forms",  # volume_sample, volume_lookup, ...
+    "kernelc.spatial.texture",  # Texture1D/2D/3D, TextureFilterMode, TextureAddressMode
+    "kernelc.frontend.texture_forms",  # texture_sample
     "kernelc.geometry._export",  # MarchingCubes (Warp's older name)
     "kernelc.runtime.diagnostics",  # print_diagnostics, get_cuda_driver_version, ...
     "kernelc.timing.cuda_profiler",  # cuda_profiler_start/stop, ScopedCudaProfiler
+    "kernelc.interop.jax",  # from_jax, to_jax, jax_kernel, ... (imports jax only when called)
 )
 
 # Subpackages reachable as attributes without their own import, like Warp's.
-_SUBMODULES = ("utils", "sparse", "render", "geometry", "fem")
+_SUBMODULES = ("utils", "sparse", "render", "geometry", "fem", "jax_experimental")
 
 
 def __getattr__(name: str):

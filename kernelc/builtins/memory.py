@@ -25,6 +25,8 @@ def _load(result: T.ScalarType):
     return lambda em, address, index: em.op(OpCode.LOAD_ADDRESS, (address, index), result)
 
 
-for _t in (T.int32, T.uint64, T.float32, T.float64):
+# The narrow types serve texture texel reads (`kernelc.spatial.texture_lang`).
+for _t in (T.int32, T.uint64, T.float32, T.float64, T.int8, T.uint8, T.int16, T.uint16,
+           T.uint32, T.float16):
     register(f"_load_{_t.name}", "memory", f"Element `index` of the {_t.name} data at `address`.",
              Overload(("address", "index"), _load_rule(_t), _load(_t)), public=False)

@@ -29,15 +29,19 @@ class LaunchMemo:
     caller's last reference until the kernel's next launch), so it holds them weakly and
     its packed launch drops its own references once it has run (`park`). A later launch
     that passes the same objects keeps them alive itself while the packing is reused.
-    A launch given NumPy arrays, or one that expands atomics into private copies, holds
-    its views strongly, as before.
+    A launch given NumPy arrays or torch tensors, or one that expands atomics into private
+    copies, holds its views strongly, as before. A tensor's memory and layout can change
+    while it stays the same object (`t.data = ...`, `t.t_()`), so `tensors` records them,
+    and the packing is reused only while they are unchanged.
     """
 
-    __slots__ = ("dim", "device", "mode", "refs", "cmd", "weak")
+    __slots__ = ("dim", "device", "mode", "refs", "cmd", "weak", "tensors")
 
     def __init__(self, dim: Any, device: Any, mode: str, values: list, cmd: Any):
         self.dim, self.device, self.mode, self.cmd = dim, device, mode, cmd
         self.weak = cmd.expand is None and all(a is v for a, v in zip(cmd.values, values))
+        self.tensors = None if self.weak else tuple(
+            (i, tensor_layout(v)) for i, v in enumerate(values) if L.is_torch_tensor(v)) or None
         self.remember(values)
 
     def remember(self, values: list) -> None:
@@ -71,6 +75,12 @@ class LaunchMemo:
             self.cmd.values = None
 
 
+def tensor_layout(tensor: Any) -> tuple:
+    """What a launch packed of a torch tensor: its memory and layout."""
+    return (tensor.data_ptr(), tensor.shape, tensor.stride(), tensor.dtype,
+            tensor.requires_grad)
+
+
 def held_weakly(values: Sequence[Any]) -> list:
     """`values` with each kernelc array (and indexed array) replaced by a weak reference."""
     array = _array_class()
@@ -100,6 +110,9 @@ def same_or_repacked(kernel, last: LaunchMemo, values: list) -> bool:
     # (a weak reference to the same array counts as the same: `r() is v`)
     changed = [i for i, (r, v) in enumerate(zip(last.refs, values))
                if r is not v and (type(r) is not _WeakRef or r() is not v)]
+    if last.tensors is not None and any(i in changed or tensor_layout(values[i]) != layout
+                                        for i, layout in last.tensors):
+        return False  # a tensor was replaced, or its memory or layout changed
     by_value = getattr(cmd, "by_value", ())
     if cmd.values is None:  # parked: the same objects, or replacements, are passed again
         current = values

@@ -1,0 +1,209 @@
+"""JAX arrays, devices and dtypes to and from kernelc's (Warp's `wp.from_jax`, `wp.to_jax`, ...).
+
+Arrays cross through DLPack and share memory wherever JAX allows it. JAX is imported only
+when one of these functions is called, so `import kernelc` never loads it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from kernelc import types as T
+from kernelc.jax_experimental.ffi import (
+    JaxCallableGraphMode,
+    JaxModulePreloadMode,
+    clear_jax_callable_graph_cache,
+    jax_callable,
+    jax_kernel,
+)
+from kernelc.runtime.array import array
+from kernelc.runtime.device import Device, get_device
+from kernelc.runtime.memory import MAX_DIMS, Allocation, element_layout, resolve_dtype
+
+# Warp 1.19 also has its JAX operations at the top level (`wp.jax_kernel`).
+__all__ = [
+    "JaxCallableGraphMode",
+    "JaxModulePreloadMode",
+    "clear_jax_callable_graph_cache",
+    "device_from_jax",
+    "device_to_jax",
+    "dtype_from_jax",
+    "dtype_to_jax",
+    "from_jax",
+    "jax_callable",
+    "jax_kernel",
+    "to_jax",
+]
+
+
+def device_to_jax(device: Device | str | None) -> Any:
+    """The JAX device of a kernelc device (`"cpu"` -> JAX's first CPU device).
+
+    A CUDA device maps to the local JAX GPU with the same ordinal
+    (`jax.Device.local_hardware_id`).
+
+    Args:
+        device (Device | str | None): A kernelc device or identifier (None: the current one).
+
+    Returns:
+        The `jax.Device`.
+
+    Raises:
+        RuntimeError: JAX has no such device in this process.
+    """
+    import jax
+
+    target = get_device(device)
+    try:
+        candidates = jax.local_devices(backend="cuda" if target.is_cuda else "cpu")
+    except RuntimeError:  # JAX has no backend of that kind here
+        candidates = []
+    for candidate in candidates:
+        if target.is_cpu or candidate.local_hardware_id == target.ordinal:
+            return candidate
+    raise RuntimeError(f"JAX has no device corresponding to kernelc's '{target}' in this "
+                       f"process")
+
+
+def device_from_jax(jax_device: Any) -> Device:
+    """The kernelc device of a JAX device: the CPU, or `cuda:N` for the local GPU N.
+
+    Args:
+        jax_device (jax.Device): A JAX device.
+
+    Returns:
+        The kernelc `Device`.
+
+    Raises:
+        RuntimeError: The device is neither a CPU nor a GPU, or is a GPU of another process.
+    """
+    if jax_device.platform == "cpu":
+        return get_device("cpu")
+    if jax_device.platform == "gpu":
+        import jax
+
+        if jax_device.process_index != jax.process_index() or \
+                jax_device.local_hardware_id is None:
+            raise RuntimeError(f"JAX device '{jax_device}' belongs to process "
+                               f"{jax_device.process_index}, not to this one "
+                               f"({jax.process_index()})")
+        return get_device(f"cuda:{jax_device.local_hardware_id}")
+    raise RuntimeError(f"JAX devices of platform '{jax_device.platform}' have no kernelc "
+                       f"equivalent")
+
+
+def current_jax_device() -> Any:
+    """The device JAX puts new arrays on: `jax.default_device` if set, else the first one."""
+    import jax
+
+    device = jax.config.jax_default_device
+    if isinstance(device, str):  # a platform name
+        return jax.local_devices(backend=device)[0]
+    return device if device is not None else jax.local_devices()[0]
+
+
+def dtype_to_jax(dtype: Any) -> Any:
+    """The JAX scalar type of a kernelc scalar type (`kc.float32` -> `jnp.float32`).
+
+    Args:
+        dtype (Any): A kernelc scalar type (or `float`, `int`, `bool`).
+
+    Returns:
+        The `jax.numpy` scalar type.
+
+    Raises:
+        TypeError: `dtype` is not a scalar type (vectors and matrices have no JAX type).
+    """
+    import jax.numpy as jnp
+
+    scalar = T.as_type(dtype)
+    if not isinstance(scalar, T.ScalarType):
+        raise TypeError(f"cannot convert {dtype!r} to a JAX type")
+    return jnp.bool_ if scalar.is_bool else getattr(jnp, scalar.name)
+
+
+def dtype_from_jax(jax_dtype: Any) -> T.ScalarType:
+    """The kernelc scalar type of a JAX dtype (`jnp.float32` or `jnp.dtype("float32")`).
+
+    Args:
+        jax_dtype (Any): A JAX scalar type or dtype.
+
+    Returns:
+        The kernelc scalar type.
+
+    Raises:
+        TypeError: kernelc has no such type (`bfloat16`, complex types, ...).
+    """
+    import jax.numpy as jnp
+
+    try:
+        return T.from_numpy_dtype(jnp.dtype(jax_dtype))
+    except TypeError:
+        raise TypeError(f"cannot convert {jax_dtype!r} to a kernelc type") from None
+
+
+def to_jax(arr: array) -> Any:
+    """A JAX array with the values of a kernelc array, sharing its memory where JAX can.
+
+    JAX takes the memory without a copy when the array is contiguous and 64-byte aligned
+    (every kernelc allocation is); a strided view is first made contiguous. Vector and
+    matrix elements become trailing axes. JAX treats its arrays as immutable, so the
+    kernelc array should not be written while the JAX array is in use. In JAX's default
+    32-bit mode, 64-bit values are converted (copied) to 32 bits. CUDA arrays go as far as
+    kernelc's DLPack export allows.
+
+    Args:
+        arr (array): The kernelc array.
+
+    Returns:
+        The `jax.Array`.
+    """
+    import jax.dlpack
+
+    if not isinstance(arr, array):
+        raise TypeError(f"to_jax() needs a kernelc array, got {type(arr).__name__}")
+    return jax.dlpack.from_dlpack(arr if arr.is_contiguous else arr.contiguous())
+
+
+def from_jax(jax_array: Any, dtype: Any = None) -> array:
+    """A kernelc array over the memory of a JAX array, without a copy.
+
+    A vector or matrix `dtype` (`kc.vec3`) turns the trailing axes into elements: a (n, 3)
+    JAX array becomes n `vec3`s.
+
+    Args:
+        jax_array (jax.Array): The JAX array.
+        dtype (Any): The element type; None takes the JAX array's scalar type.
+
+    Returns:
+        The kernelc array. It keeps the JAX buffer alive; as JAX assumes its arrays never
+        change, do not write to it while JAX still uses the array.
+
+    Raises:
+        TypeError: `dtype` does not fit the JAX array's scalar type or trailing axes.
+    """
+    kind, _ = jax_array.__dlpack_device__()
+    if kind not in (1, 3):  # kDLCPU, kDLCUDAHost: anything else takes kernelc's DLPack import
+        from kernelc.runtime.array_interop import from_dlpack
+
+        return from_dlpack(jax_array, dtype=dtype)
+    host = np.from_dlpack(jax_array)  # read-only view of JAX's buffer; it holds the buffer
+    scalar = dtype_from_jax(host.dtype)
+    elem = scalar if dtype is None else resolve_dtype(dtype)
+    np_dtype, inner = element_layout(elem)
+    if np_dtype != host.dtype:
+        raise TypeError(f"cannot view a JAX array of {host.dtype} as {elem!r}")
+    outer = host.ndim - len(inner)
+    if outer < 1 or host.shape[outer:] != inner:
+        raise TypeError(f"a JAX array of shape {host.shape} does not end in the element shape "
+                        f"{inner} of {elem!r}")
+    if outer > MAX_DIMS:
+        raise ValueError(f"kernelc arrays have at most {MAX_DIMS} dimensions; the JAX array "
+                         f"has {outer} outside the element shape")
+    memory = Allocation(host.ctypes.data, host.nbytes, get_device("cpu"), owner=host)
+    shape = host.shape[:outer]
+    strides = host.strides[:outer] if math.prod(shape) else (elem.size,) * outer
+    return array._over(memory, memory.ptr, shape, strides, elem)
