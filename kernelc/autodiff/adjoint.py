@@ -59,12 +59,12 @@ def adjoint_module(module: ir.Module, facts: AdjointFacts | None = None) -> ir.M
     mask = ad.b.new_value(T.uint64)
     for k, (p, a) in enumerate(zip(kernel.params, adj_params)):
         ad.env[p.id] = p
-        present = None if facts is None else facts.present[k]
-        if has_arrays(p.type) and present is not False:  # (no gradient array: no gradient)
+        if has_arrays(p.type):
             ad.shadow[p.id] = a
             ad.param_bit[p.id] = k
-            if present:
-                ad.nonempty.add(a.id)
+            present = None if facts is None else facts.present[k]
+            if present is not None:  # known at launch: no per-thread test of it
+                (ad.nonempty if present else ad.empty).add(a.id)
     ad.mask = mask
     ad.known_mask = None if facts is None else facts.mask
     body = ad.run()

@@ -285,6 +285,8 @@ def _if_gradient_array(ad, shadow: ir.Value, emit: Callable[[], None]) -> None:
     if shadow.id in ad.nonempty:  # known at launch
         emit()
         return
+    if shadow.id in ad.empty:
+        return
     size = b.op(OpCode.ARRAY_SHAPE, (shadow,), T.int32, 0)
     nonempty = b.op(OpCode.NE, (size, b.const(0, T.int32)), T.bool_)
     with b.region() as body:

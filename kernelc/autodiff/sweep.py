@@ -42,9 +42,10 @@ class FunctionAD:
         self.param_bit: dict[int, int] = {}
         self.mask: ir.Value | None = None
         # Known at launch (a backward kernel specialised on its launch's AdjointFacts):
-        # the store mask, and the shadows known to be non-empty arrays.
+        # the store mask, and the shadows known to be non-empty or empty arrays.
         self.known_mask: int | None = None
         self.nonempty: set[int] = set()
+        self.empty: set[int] = set()  # shadows known to be missing or empty arrays
         self.in_if: set[int] = set()
         self._mark_in_if(fn.body, False)
         # Slots read somewhere: only those need their stores differentiated.

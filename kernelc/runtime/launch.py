@@ -406,6 +406,7 @@ def _history_record(kernel, compiled: CpuKernel, dims, device, elapsed_ms: float
         "backend_time": compiled.backend_time if fresh else 0.0, "cache": compiled.cache, "ir": compiled.source,
         "flops": flops, "bytes": nbytes,
         "type": "builtin" if getattr(kernel, "is_builtin", False) else "kernel",
+        "activity": launch_activity(kernel)[1],
     }
 
 
