@@ -4,6 +4,7 @@ loaded with dlopen, and a pool of worker threads."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -305,8 +306,10 @@ class CpuKernel:
     backend_time: float
     cache: str
 
-    @property
+    @functools.cached_property
     def source(self) -> str:
+        """The LLVM IR text (made on first use, then kept: the kernel history reads it at
+        every launch)."""
         return self.source_fn()
 
     @property

@@ -248,8 +248,9 @@ def _history_record(cmd: CudaLaunch, events: tuple[Any, Any]) -> dict[str, Any]:
     return history_entry(
         cmd.kernel.__name__, compiled.hash, str(cmd.device), cmd.dims, execution_time,
         compiled.codegen_time if fresh else 0.0, compiled.backend_time if fresh else 0.0,
-        compiled.cache, compiled.source, flops or 0, nbytes or 0,
-        type="builtin" if getattr(cmd.kernel, "is_builtin", False) else "kernel")
+        compiled.cache, compiled.source, flops, nbytes,
+        type="builtin" if getattr(cmd.kernel, "is_builtin", False) else "kernel",
+        activity=launch_activity(cmd.kernel)[1])
 
 
 def _check_error(cmd: CudaLaunch, handle: Any) -> None:

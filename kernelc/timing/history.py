@@ -98,8 +98,8 @@ def history_entry(
     backend_time: float = 0.0,
     cache: str = "miss",
     ir: str = "",
-    flops: int = 0,
-    bytes: int = 0,
+    flops: float | None = 0,
+    bytes: float | None = 0,
     **extra: Any,
 ) -> dict[str, Any]:
     """Builds one kernel-history entry with every documented key (for the launcher).
@@ -114,9 +114,11 @@ def history_entry(
         backend_time: Milliseconds in LLVM / NVRTC or loading the binary.
         cache: "memory", "disk" or "miss".
         ir: The kernel's IR (or generated source) as text.
-        flops: Floating-point operations the launch performs, from the IR.
-        bytes: Bytes the launch reads and writes, from the IR.
-        **extra: More keys, e.g. `type` ("kernel", "builtin", "graph").
+        flops: Floating-point operations the launch performs, from the IR (None where a
+            loop's trip count is unknown).
+        bytes: Bytes the launch reads and writes, from the IR (None likewise).
+        **extra: More keys, e.g. `type` ("kernel", "builtin", "graph") and `activity`
+            (the name activity timing reports, such as "backward kernel step").
     """
     return {
         "name": name,
@@ -147,8 +149,9 @@ def kernel_history(types: Iterable[str] | None = None) -> list[dict[str, Any]]:
             ("memory" | "disk" | "miss"), `ir`, `flops` and `bytes`.
     """
     rt = get_runtime()
-    with rt.lock:
-        entries, rt.history = rt.history, []
+    with rt.lock:  # (the list object stays: a profiler may have put its own in place)
+        entries = list(rt.history)
+        rt.history.clear()
     wanted = None if types is None else set(types)
     result = []
     for entry in entries:
