@@ -1,14 +1,15 @@
 """`kernelc.fem`: finite elements in the style of Warp's `warp.fem`.
 
 Import it as Warp's (`import kernelc.fem as fem`) or reach it as `kc.fem`. A problem is
-written with Warp's names: a geometry (`Grid2D`, `Grid3D`), a function space on it
+written with Warp's names: a geometry (`Grid2D`, `Grid3D`, `Trimesh2D`, `Trimesh3D`,
+`Tetmesh`), a function space on it
 (`make_polynomial_space`), integration domains (`Cells`, `BoundarySides`), test and trial
 fields (`make_test`, `make_trial`), `@fem.integrand` functions using the operators
 (`fem.grad`, `fem.normal`, ...), and `integrate`, which returns vectors and `kernelc.sparse`
 matrices. See docs/fem.md for what is supported.
 """
 
-from kernelc.fem import linalg, operators, polynomial
+from kernelc.fem import linalg, operators, polynomial, utils
 from kernelc.fem.dirichlet import (
     normalize_dirichlet_projector,
     project_linear_system,
@@ -74,7 +75,9 @@ from kernelc.fem.space import (
     make_polynomial_space,
     make_space_partition,
 )
+from kernelc.fem.tetmesh import Tetmesh
 from kernelc.fem.topology import SpaceTopology
+from kernelc.fem.trimesh import Trimesh, Trimesh2D, Trimesh3D
 from kernelc.fem.types import (
     NULL_ELEMENT_INDEX,
     NULL_NODE_INDEX,
@@ -109,5 +112,6 @@ __all__ = [
     "make_space_partition", "make_space_restriction", "make_test", "make_trial", "measure",
     "measure_ratio", "normal", "normalize_dirichlet_projector", "operators", "outer",
     "polynomial", "position", "project_linear_system", "project_system_matrix",
-    "project_system_rhs", "scalar_type",
+    "project_system_rhs", "scalar_type", "Tetmesh", "Trimesh", "Trimesh2D", "Trimesh3D",
+    "utils",
 ]

@@ -97,7 +97,8 @@ class Cells(GeometryDomain):
         self.element_measure = g.cell_measure
         self.element_measure_ratio = _unit_ratio(g.scalar_type)
         self.element_normal = g.cell_normal
-        self.element_lookup = grid_cell_lookup(g.dimension, g.scalar_type, g.CellArg)
+        self.element_lookup = (grid_cell_lookup(g.dimension, g.scalar_type, g.CellArg)
+                               if hasattr(g, "res") else g.cell_lookup)
 
     def reference_element(self) -> Element:
         return self.geometry.reference_cell()

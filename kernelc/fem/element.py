@@ -1,7 +1,9 @@
 """Reference elements and their tensor-product quadrature rules (Warp's `warp.fem.Element`).
 
 Coordinates of a point in an element are 3-vectors whose unused components are zero:
-(x, 0, 0) on a segment, (x, y, 0) on a square, (x, y, z) on a cube, each in [0, 1].
+(x, 0, 0) on a segment, (x, y, 0) on a square, (x, y, z) on a cube, each in [0, 1];
+barycentric (l0, l1, l2) on a triangle; (l1, l2, l3) on a tetrahedron (l0 = 1 - l1 - l2 - l3),
+as in Warp.
 """
 
 from enum import IntEnum
@@ -23,6 +25,17 @@ class Element(IntEnum):
         """Intrinsic dimension of the element."""
         return {1: 1, 2: 2, 3: 3, 4: 2, 5: 3}[int(self)]
 
+    @property
+    def measure(self) -> float:
+        """Measure of the reference element (1 for segments, squares and cubes)."""
+        return {4: 0.5, 5: 1.0 / 6.0}.get(int(self), 1.0)
+
+    @property
+    def center(self) -> tuple[float, float, float]:
+        """Coordinates of the reference element's centre."""
+        return {1: (0.5, 0.0, 0.0), 2: (0.5, 0.5, 0.0), 3: (0.5, 0.5, 0.5),
+                4: (1.0 / 3.0,) * 3, 5: (0.25,) * 3}[int(self)]
+
 
 def points_per_axis(order: int, family: Polynomial) -> int:
     """Fewest points of a 1-D rule of `family` that integrates polynomials of `order` exactly."""
@@ -37,16 +50,23 @@ def points_per_axis(order: int, family: Polynomial) -> int:
 
 def element_quadrature(element: Element, order: int, family: Polynomial | None = None
                        ) -> tuple[list[tuple[float, float, float]], list[float]]:
-    """Points (as coordinate triples) and weights of the tensor-product rule of `order`.
+    """Points (as coordinate triples) and weights of the rule of `order` on `element`.
 
     Args:
-        element: A segment, square or cube.
+        element: A segment, square, cube, triangle or tetrahedron.
         order: Polynomial degree integrated exactly.
-        family: 1-D rule (default Gauss-Legendre).
+        family: 1-D rule (default Gauss-Legendre; on simplices the default is the
+            symmetric rule of the order, a family gives a Duffy-mapped tensor rule).
 
     Returns:
-        (points, weights), the last axis varying fastest, as Warp orders them.
+        (points, weights), in Warp's order (tensor rules: the last axis fastest); weights
+        sum to 1.
     """
+    if element in (Element.TRIANGLE, Element.TETRAHEDRON):
+        from kernelc.fem.simplex_quadrature import tetrahedron_quadrature, triangle_quadrature
+
+        rule = triangle_quadrature if element == Element.TRIANGLE else tetrahedron_quadrature
+        return rule(order, family)
     if family is None:
         family = Polynomial.GAUSS_LEGENDRE
     if element not in (Element.LINE_SEGMENT, Element.SQUARE, Element.CUBE):

@@ -1,4 +1,5 @@
-"""The geometry interface shared by `Grid2D`, `Grid3D` (and later meshes).
+"""The geometry interface shared by grids (`Grid2D`, `Grid3D`) and meshes (`Trimesh2D`,
+`Trimesh3D`, `Tetmesh`).
 
 A geometry has cells and sides. Kernels see it through two argument structs, `CellArg`
 and `SideArg` (a side argument holds its cell argument), and through funcs that take one
@@ -20,7 +21,8 @@ class Geometry:
     """Base class of geometries (Warp's `warp.fem.Geometry`).
 
     Subclasses set `dimension`, `CellArg`, `SideArg`, and the device funcs named in
-    `CELL_FUNCS` and `SIDE_FUNCS`.
+    `CELL_FUNCS` and `SIDE_FUNCS`. The side inner / outer inverse deformation gradients
+    take the side argument and the sample already moved into that cell.
     """
 
     dimension: int = 0
@@ -116,4 +118,9 @@ class Geometry:
 
     def side_cells(self, sides: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Inner and outer cell of each side (the same cell for a boundary side)."""
+        raise NotImplementedError
+
+    def host_cell_positions(self, coords: np.ndarray) -> np.ndarray:
+        """(cells, points, dimension) world positions, in float64, of the points of cell
+        coordinates `coords` (points, 3) in every cell."""
         raise NotImplementedError

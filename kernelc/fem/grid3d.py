@@ -103,6 +103,15 @@ class Grid3D(Geometry):
             self._args[key] = arg
         return self._args[key]
 
+    def host_cell_positions(self, coords: np.ndarray) -> np.ndarray:
+        """(cells, points, dimension) world positions of cell coordinates `coords`, float64."""
+        res = tuple(int(r) for r in self._res)
+        cell_xyz = np.stack(np.unravel_index(np.arange(self.cell_count()), res), axis=1)
+        size = np.array([float(c) for c in self.cell_size], dtype=np.float64)
+        lo = np.array([float(c) for c in self.bounds_lo], dtype=np.float64)
+        local = cell_xyz[:, None, :] + np.asarray(coords, dtype=np.float64)[None, :, :len(res)]
+        return local * size + lo
+
     # ---- host topology -----------------------------------------------------------------
 
     def _local_to_world(self, axis: np.ndarray, local: np.ndarray) -> np.ndarray:

@@ -204,9 +204,41 @@ def _make_call(itg: Integrand, source: Source, roles: dict[str, str], body: Func
         args.append("s" if role == "sample" else
                     f"values.{name}" if role == "value" else f"fields.{name}")
     name = f"{itg.__name__}_call"
-    text = f"def {name}(s, fields, values):\n    return _fem_integrand({', '.join(args)})\n"
+    call = f"_fem_integrand({', '.join(args)})"
+    # An integrand without a value (one that writes to arrays, for `interpolate`) is called
+    # as a statement: `return` of it would have no value.
+    statement = call if _returns_nothing(source.tree) else f"return {call}"
+    text = f"def {name}(s, fields, values):\n    {statement}\n"
     return generated_func(text, {"_fem_integrand": body},
                           {"s": sample_type, "fields": Fields, "values": Values}, itg.func)
+
+
+def value_error(itg: Integrand, err: KernelError) -> KernelError:
+    """`err`, raised by an assembly kernel where it uses the integrand's value, moved to the
+    integrand: at its first `return` of a value (or at its `def` when it returns none)."""
+    source = read_source(itg.func)
+    returns = [node for node in ast.walk(source.tree)
+               if isinstance(node, ast.Return) and node.value is not None]
+    if not returns:
+        return KernelError(f"integrand '{itg.__name__}' returns no value, but its value is "
+                           "needed here (fem.integrate, or fem.interpolate into a field or "
+                           "an array)", source.loc(source.tree), itg.__name__)
+    first = min(returns, key=lambda node: (node.lineno, node.col_offset))
+    return KernelError(f"{err.message} (the value of integrand '{itg.__name__}')",
+                       source.loc(first.value), itg.__name__)
+
+
+def _returns_nothing(tree: ast.FunctionDef) -> bool:
+    """Whether no `return` of the function (outside nested definitions) has a value."""
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            return False
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    return True
 
 
 def generated_func(text: str, names: dict[str, Any], annotations: dict[str, Any],

@@ -9,6 +9,7 @@ indexed by node, bilinear forms a `BsrMatrix` built from (node, node) triplets w
 """
 
 import inspect
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import kernelc as kc
 from kernelc.fem import integrate_kernels as K
 from kernelc.fem.domain import GeometryDomain
 from kernelc.fem.field import FieldLike, TestField, TrialField
-from kernelc.fem.integrand import Integrand, Specialization, value_type_of
+from kernelc.fem.integrand import Integrand, Specialization, value_error, value_type_of
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
 from kernelc.fem.types import mat_type
 from kernelc.fem.valuetypes import dof_count, scalar_of, value_kind
@@ -86,13 +87,16 @@ def _fill_structs(spec: Specialization, integrand: Integrand, roles: dict[str, s
 
 
 def launch(integrand: Integrand, kernel: Any, dim: Any, inputs: list, device: Any) -> None:
-    """`kc.launch`, reporting compile errors located in the integrand's file as errors of
-    the integrand (not of the generated kernel that calls it)."""
+    """`kc.launch`, reporting compile errors as errors of the integrand (not of the
+    generated kernel that calls it): at their place when they are in the integrand's file,
+    at the integrand's value when the kernel templates cannot use it."""
     try:
         kc.launch(kernel, dim=dim, inputs=inputs, device=device)
     except kc.KernelError as err:
         if err.loc is not None and err.loc.file == inspect.getsourcefile(integrand.func):
             raise kc.KernelError(err.message, err.loc, integrand.__name__) from None
+        if err.loc is not None and Path(err.loc.file).parent == Path(__file__).parent:
+            raise value_error(integrand, err) from None
         raise
 
 

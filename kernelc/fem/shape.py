@@ -346,6 +346,14 @@ def _shape(element: Element, degree: int, element_basis: Any, family: Any,
         from kernelc.fem.shape_cube import make_cube_shape
 
         return make_cube_shape(degree, element_basis, family, scalar_type)
+    if element in (Element.TRIANGLE, Element.TETRAHEDRON) and element_basis in (
+            ElementBasis.LAGRANGE, ElementBasis.SERENDIPITY):
+        if element_basis == ElementBasis.SERENDIPITY and degree > 2:
+            raise NotImplementedError(f"serendipity shape functions on {element.name} elements "
+                                      "are not supported (Warp has none either)")
+        from kernelc.fem.shape_simplex import make_simplex_shape
+
+        return make_simplex_shape(element, degree, scalar_type)
     raise NotImplementedError(f"{element_basis.name} shape functions on {element.name} elements "
                               "are not supported yet")
 

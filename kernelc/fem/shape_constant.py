@@ -18,7 +18,7 @@ from kernelc.fem.types import vec_type
 
 
 class ConstantShapeFunction(ShapeFunction):
-    """The single basis function 1 on a square or a cube."""
+    """The single basis function 1 on any element."""
 
     _kind = "Const"
 
@@ -37,7 +37,7 @@ class ConstantShapeFunction(ShapeFunction):
 
     def node_coords(self) -> np.ndarray:
         out = np.zeros((1, 3), dtype=self.np_scalar)
-        out[0, :self.element.dimension] = 0.5
+        out[0] = self.element.center
         return out
 
     def node_quadrature_weights(self) -> np.ndarray:

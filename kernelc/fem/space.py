@@ -46,20 +46,13 @@ class ShapeBasisSpace:
 
     def node_positions(self, out: Any = None) -> Any:
         """World position of every node, as a `kc.array` of vectors."""
-        # Computed on the host from the cells' grid positions (grids are the only
-        # geometries yet), in float64 then rounded.
+        # Computed on the host by the geometry, in float64 then rounded.
         geo = self.geometry
         nodes = self._topology.host_element_nodes()
         coords = self._shape.node_coords().astype(np.float64)
-        cell = np.arange(geo.cell_count())
         dim = geo.dimension
-        res = np.array([int(r) for r in geo.res])
-        cell_xyz = np.stack(np.unravel_index(cell, tuple(res)), axis=1)
-        size = np.array([float(c) for c in geo.cell_size], dtype=np.float64)
-        lo = np.array([float(c) for c in geo.bounds_lo], dtype=np.float64)
         pos = np.zeros((self._topology.node_count(), dim))
-        local = cell_xyz[:, None, :] + coords[None, :, :dim]
-        pos[nodes.reshape(-1)] = (local * size + lo).reshape(-1, dim)
+        pos[nodes.reshape(-1)] = geo.host_cell_positions(coords).reshape(-1, dim)
         dtype = vec_type(dim, geo.scalar_type)
         if out is None:
             return kc.array(pos, dtype=dtype)
@@ -178,7 +171,8 @@ class FunctionSpace:
     @property
     def algebra(self) -> ValueAlgebra:
         """Device funcs building values, gradients and divergences of this space's type."""
-        return value_algebra(kc.types.as_type(self.dtype), self.geometry.cell_dimension)
+        # Gradients live in the world: (value x geometry dimension), also on surfaces.
+        return value_algebra(kc.types.as_type(self.dtype), self.geometry.dimension)
 
     @property
     def gradient_dtype(self) -> Any:

@@ -175,4 +175,10 @@ def make_topology(geometry: Geometry, shape: ShapeFunction,
         if closed_lagrange:
             return GridNodeGridTopology(geometry, shape)
         return make_grid3d_topology(geometry, shape)
+    from kernelc.fem.mesh import Mesh
+
+    if isinstance(geometry, Mesh):
+        from kernelc.fem.topology_mesh import SimplexMeshTopology
+
+        return SimplexMeshTopology(geometry, shape)
     raise NotImplementedError(f"function spaces on {geometry.name} are not supported yet")

@@ -1,0 +1,262 @@
+"""What the unstructured meshes (`Trimesh2D`, `Trimesh3D`, `Tetmesh`) share: vertex
+positions and cell vertex indices given by the user, sides and edges found on the host with
+NumPy, in Warp's order.
+
+Warp numbers the sub-simplices (edges of triangles, faces and edges of tetrahedra) by their
+smallest vertex, then in the order they are met going through that vertex's cells in
+increasing order, each cell's sub-simplices in their local order. A side's inner cell is
+the first cell met, its outer cell the last one (the same cell for a boundary side), and
+boundary sides are listed in side order.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc.fem.geometry import Geometry
+
+
+@dataclass(frozen=True)
+class SubSimplices:
+    """The distinct sub-simplices (edges or faces) of a mesh's cells, in Warp's order.
+
+    Attributes:
+        vertices: (n, k) vertex indices, smallest first, then increasing.
+        first_cell: Cell in which each was met first.
+        last_cell: Cell in which each was met last.
+        cell_index: (cells, sub-simplices per cell) index of each local sub-simplex.
+    """
+
+    vertices: np.ndarray
+    first_cell: np.ndarray
+    last_cell: np.ndarray
+    cell_index: np.ndarray
+
+
+def sub_simplices(cells: np.ndarray, local: list[tuple[int, ...]]) -> SubSimplices:
+    """The distinct sub-simplices spanned by the `local` vertex tuples of each cell.
+
+    Args:
+        cells: (cells, vertices per cell) vertex indices.
+        local: Each sub-simplex of a cell as positions in the cell's vertex list.
+    """
+    cell_count, per_cell = cells.shape[0], len(local)
+    keys = np.sort(np.stack([cells[:, list(t)] for t in local], axis=1), axis=2)
+    keys = keys.reshape(cell_count * per_cell, -1)
+    # Entries are already ordered by (cell, local index); a stable sort by smallest vertex
+    # gives the order in which Warp meets them.
+    order = np.argsort(keys[:, 0], kind="stable")
+    sorted_keys = keys[order]
+    _, first, inverse = np.unique(sorted_keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    ids_sorted = rank[inverse]
+    last = np.zeros(len(first), dtype=np.int64)  # by unique key, as `first`
+    np.maximum.at(last, inverse, np.arange(len(order)))
+    entry_cell = order // per_cell
+    by_rank = np.argsort(rank)
+    cell_index = np.empty(cell_count * per_cell, dtype=np.int32)
+    cell_index[order] = ids_sorted
+    return SubSimplices(vertices=sorted_keys[first[by_rank]].astype(np.int32),
+                        first_cell=entry_cell[first[by_rank]].astype(np.int32),
+                        last_cell=entry_cell[last[by_rank]].astype(np.int32),
+                        cell_index=cell_index.reshape(cell_count, per_cell))
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+class Mesh(Geometry):
+    """Base of simplex meshes: cells given by vertex indices, positions by a `kc.array` of
+    vectors (whose length is the geometry's dimension and scalar its precision).
+
+    Subclasses set `_CELL_VERTICES`, `_SIDE_LOCAL` (the sides of a cell, as vertex
+    positions) and build their funcs in `_bind_funcs`.
+    """
+
+    _CELL_VERTICES: int
+    _SIDE_LOCAL: list[tuple[int, ...]]
+    _DIMENSIONS: tuple[int, ...]  # lengths the position vectors may have
+
+    def __init__(self, cell_vertex_indices: Any, positions: Any, name: str) -> None:
+        positions = _as_positions(positions)
+        vector = kc.types.as_type(positions.dtype)
+        if vector.length not in self._DIMENSIONS:
+            raise TypeError(f"{name} positions must be " + " or ".join(
+                f"vec{d}" for d in self._DIMENSIONS) + f", got {vector!r}")
+        super().__init__(vector.dtype)
+        self.dimension = vector.length
+        self.positions = positions
+        indices = cell_vertex_indices
+        if not isinstance(indices, kc.array):
+            indices = kc.array(np.asarray(indices, dtype=np.int32), dtype=kc.int32)
+        host = np.asarray(indices.numpy(), dtype=np.int64).reshape(-1, self._CELL_VERTICES)
+        if host.size and (host.min() < 0 or host.max() >= positions.shape[0]):
+            raise ValueError(f"{name}: vertex indices must lie in [0, {positions.shape[0]})")
+        if indices.ndim != 2:
+            indices = kc.array(host.astype(np.int32), dtype=kc.int32, device=indices.device)
+        self._cell_vertices = indices
+        self._host_cells = _readonly(host.astype(np.int32))
+        sides = sub_simplices(host, self._SIDE_LOCAL)
+        side_vertices = self._orient_sides(sides.vertices, sides.first_cell)
+        self._host_side_vertices = _readonly(side_vertices)
+        self._host_side_cells = _readonly(np.stack([sides.first_cell, sides.last_cell], axis=1))
+        self._host_cell_sides = _readonly(sides.cell_index)
+        self._host_boundary = _readonly(
+            np.flatnonzero(sides.first_cell == sides.last_cell).astype(np.int32))
+        self._args: dict[Any, Any] = {}
+        self._device_arrays: dict[str, tuple] = {}
+
+    # ---- sizes -------------------------------------------------------------------------
+
+    def cell_count(self) -> int:
+        return int(self._host_cells.shape[0])
+
+    def vertex_count(self) -> int:
+        return int(self.positions.shape[0])
+
+    def side_count(self) -> int:
+        return int(self._host_side_vertices.shape[0])
+
+    def boundary_side_count(self) -> int:
+        return int(self._host_boundary.shape[0])
+
+    # ---- host topology -----------------------------------------------------------------
+
+    def host_positions(self) -> np.ndarray:
+        """(vertices, dimension) positions in float64."""
+        return np.asarray(self.positions.numpy(), dtype=np.float64).reshape(-1, self.dimension)
+
+    def host_cell_vertices(self) -> np.ndarray:
+        """(cells, vertices per cell) vertex indices (read-only)."""
+        return self._host_cells
+
+    def host_side_vertices(self) -> np.ndarray:
+        """(sides, vertices per side) vertex indices, oriented as Warp orients them."""
+        return self._host_side_vertices
+
+    def host_cell_sides(self) -> np.ndarray:
+        """(cells, sides per cell) side index of each local side of each cell."""
+        return self._host_cell_sides
+
+    def boundary_side_indices(self) -> np.ndarray:
+        return self._host_boundary
+
+    def side_cells(self, sides: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sides = np.asarray(sides, dtype=np.int64)
+        return self._host_side_cells[sides, 0], self._host_side_cells[sides, 1]
+
+    def _orient_sides(self, vertices: np.ndarray, inner: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _centroids(self, cells: np.ndarray) -> np.ndarray:
+        return self.host_positions()[self._host_cells[cells]].mean(axis=1)
+
+    # ---- kernel arguments --------------------------------------------------------------
+
+    def _topology_arrays(self, device: Any) -> tuple:
+        """(side vertices, side cells) as `kc.array`s of int vectors on `device`."""
+        key = str(kc.get_device(device))
+        if key not in self._device_arrays:
+            width = self._host_side_vertices.shape[1]
+            side_type = kc.vec2i if width == 2 else kc.vec3i
+            self._device_arrays[key] = (
+                kc.array(self._host_side_vertices, dtype=side_type, device=device),
+                kc.array(self._host_side_cells, dtype=kc.vec2i, device=device))
+        return self._device_arrays[key]
+
+    def cell_arg_value(self, device: Any = None) -> Any:
+        key = ("cell", str(kc.get_device(device)))
+        if key not in self._args:
+            arg = self.CellArg()
+            arg.cell_vertices = self._cell_vertices.to(device)
+            arg.positions = self.positions.to(device)
+            self._args[key] = arg
+        return self._args[key]
+
+    def side_arg_value(self, device: Any = None) -> Any:
+        key = ("side", str(kc.get_device(device)))
+        if key not in self._args:
+            arg = self.SideArg()
+            arg.cell_arg = self.cell_arg_value(device)
+            arg.side_vertices, arg.side_cells = self._topology_arrays(device)
+            self._args[key] = arg
+        return self._args[key]
+
+    def _bind(self, funcs: Any) -> None:
+        self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
+        for name in self.CELL_FUNCS + self.SIDE_FUNCS + ("cell_lookup",):
+            setattr(self, name, getattr(funcs, name))
+
+
+def _as_positions(positions: Any) -> Any:
+    """`positions` as a `kc.array` of vectors (NumPy (n, d) arrays become float32 vectors)."""
+    if isinstance(positions, kc.array):
+        t = kc.types.as_type(positions.dtype)
+        if not isinstance(t, kc.types.VectorType):
+            raise TypeError(f"mesh positions must be an array of vectors, got {t!r}")
+        return positions
+    data = np.asarray(positions)
+    if data.ndim != 2 or data.shape[1] not in (2, 3):
+        raise TypeError("mesh positions must be an (n, 2) or (n, 3) array")
+    return kc.array(data, dtype=kc.types.vector(length=data.shape[1], dtype=kc.float32))
+
+
+def mesh_struct(name: str, fields: dict[str, Any]) -> type:
+    """A kernelc struct type with the given fields."""
+    return kc.struct(type(name, (), {"__annotations__": dict(fields)}))
+
+
+def closest_cell_lookup(CellArg: type, cell_position: Any, inverse_gradient: Any,
+                        triangle: bool, scalar: Any) -> Any:
+    """A func (cell arg, position) -> Sample of the cell closest to the position (a point
+    inside a cell has distance 0), found by going through every cell: meshes keep no
+    spatial index (Warp needs `build_bvh=True` for this; here it always works)."""
+    from kernelc.fem.types import coords_type, make_free_sample
+
+    Coords = coords_type(scalar)
+    center = Coords(*((1.0 / 3.0,) * 3 if triangle else (0.25,) * 3))
+    zero, one = scalar(0.0), scalar(1.0)
+
+    @kc.func
+    def project(c: Any):
+        # back into the reference simplex (clamped, then scaled onto the far face)
+        p = Coords(kc.max(c[0], zero), kc.max(c[1], zero), kc.max(c[2], zero))
+        if kc.static(triangle):
+            n = kc.max(zero, (c[0] + c[1] - one) * scalar(0.5))
+            a = kc.clamp(c[0] - n, zero, one)
+            b = kc.clamp(c[1] - n, zero, one)
+            p = Coords(a, b, one - (a + b))
+        else:
+            total = p[0] + p[1] + p[2]
+            if total > one:
+                p = p / total
+        return p
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any):
+        best = -1
+        best_coords = Coords(scalar(-1.0e8))
+        best_dist = scalar(3.0e38)
+        for cell in range(arg.cell_vertices.shape[0]):
+            s = make_free_sample(cell, center)
+            delta = inverse_gradient(arg, s) * (pos - cell_position(arg, s))
+            if kc.static(triangle):
+                coords = center + Coords(-delta[0] - delta[1], delta[0], delta[1])
+            else:
+                coords = center + delta
+            coords = project(coords)
+            dist = kc.length_sq(pos - cell_position(arg, make_free_sample(cell, coords)))
+            if dist < best_dist:
+                best_dist = dist
+                best = cell
+                best_coords = coords
+        return make_free_sample(best, best_coords)
+
+    return cell_lookup

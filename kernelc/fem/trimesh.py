@@ -1,0 +1,269 @@
+"""Triangle meshes in the plane (`Trimesh2D`) or in space (`Trimesh3D`), Warp's
+`warp.fem.Trimesh2D` / `Trimesh3D`.
+
+Cells are the given triangles; a point of a cell has barycentric coordinates (l0, l1, l2)
+on its vertices. Sides are the edges, numbered as Warp numbers them (`mesh.py`), each
+running from vertex 0 to vertex 1 with coordinate (t, 0, 0), oriented so that its normal
+(the edge direction turned clockwise in the plane; crossed with the triangle's normal in
+space) points out of its inner cell.
+"""
+
+from functools import cache
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc.fem.element import Element
+from kernelc.fem.mesh import Mesh, closest_cell_lookup, mesh_struct
+from kernelc.fem.types import OUTSIDE, coords_type, make_free_sample, vec_type
+from kernelc.frontend.decorators import Func
+
+_TRIANGLE_EDGES = [(0, 1), (1, 2), (2, 0)]
+
+
+class Trimesh(Mesh):
+    """A triangle mesh; the dimension (2 or 3) is that of the position vectors.
+
+    Args:
+        tri_vertex_indices: (triangles, 3) vertex indices, a `kc.array` of int.
+        positions: Vertex positions, a `kc.array` of `vec2` / `vec3` (float32 or float64).
+        build_bvh: Accepted for Warp's sake (lookups search the cells without one).
+        temporary_store: Accepted for Warp's sake.
+    """
+
+    _CELL_VERTICES = 3
+    _SIDE_LOCAL = _TRIANGLE_EDGES
+    _DIMENSIONS = (2, 3)
+
+    def __init__(self, tri_vertex_indices: Any, positions: Any, build_bvh: bool = False,
+                 temporary_store: Any = None) -> None:
+        super().__init__(tri_vertex_indices, positions, type(self).__name__)
+        self.tri_vertex_indices = self._cell_vertices
+        self._bind(_trimesh_funcs(self.scalar_type, self.dimension))
+
+    @property
+    def name(self) -> str:
+        suffix = "" if self.scalar_type == kc.float32 else "_f64"
+        return f"Trimesh{self.dimension}D{suffix}"
+
+    def reference_cell(self) -> Element:
+        return Element.TRIANGLE
+
+    def reference_side(self) -> Element:
+        return Element.LINE_SEGMENT
+
+    @property
+    def edge_vertex_indices(self) -> Any:
+        """The two vertices of each edge, a `kc.array` of `vec2i`."""
+        return self._topology_arrays(None)[0]
+
+    @property
+    def edge_tri_indices(self) -> Any:
+        """The inner and outer triangle of each edge, a `kc.array` of `vec2i`."""
+        return self._topology_arrays(None)[1]
+
+    def _orient_sides(self, vertices: np.ndarray, inner: np.ndarray) -> np.ndarray:
+        pos = self.host_positions()
+        v0, v1 = pos[vertices[:, 0]], pos[vertices[:, 1]]
+        edge = v1 - v0
+        if self.dimension == 2:
+            normal = np.stack([edge[:, 1], -edge[:, 0]], axis=1)
+        else:
+            tri = pos[self._host_cells[inner]]
+            normal = np.cross(edge, np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]))
+        towards_inner = np.einsum("ij,ij->i", self._centroids(inner) - 0.5 * (v0 + v1),
+                                  normal) > 0.0
+        return np.where(towards_inner[:, None], vertices[:, ::-1], vertices)
+
+    def host_cell_positions(self, coords: np.ndarray) -> np.ndarray:
+        """(cells, points, dimension) world positions of barycentric `coords` (points, 3)."""
+        corners = self.host_positions()[self._host_cells]  # (cells, 3, dim)
+        return np.einsum("pk,ckd->cpd", np.asarray(coords, dtype=np.float64)[:, :3], corners)
+
+
+class Trimesh2D(Trimesh):
+    """A triangle mesh in the plane (Warp's `warp.fem.Trimesh2D`)."""
+
+
+class Trimesh3D(Trimesh):
+    """A triangle mesh in space, a surface (Warp's `warp.fem.Trimesh3D`)."""
+
+
+@cache
+def _trimesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
+    """Argument structs and device funcs of triangle meshes of `dim`-vectors of `scalar`."""
+    vec = vec_type(dim, scalar)
+    vec2 = vec_type(2, scalar)
+    Coords = coords_type(scalar)
+    suffix = f"{dim}d" + ("" if scalar == kc.float32 else "_f64")
+    CellArg = mesh_struct(f"TrimeshCellArg{suffix}", {
+        "cell_vertices": kc.array2d(dtype=int), "positions": kc.array(dtype=vec)})
+    SideArg = mesh_struct(f"TrimeshSideArg{suffix}", {
+        "cell_arg": CellArg, "side_vertices": kc.array(dtype=kc.vec2i),
+        "side_cells": kc.array(dtype=kc.vec2i)})
+    half = scalar(0.5)
+    planar = dim == 2
+
+    @kc.func
+    def corners(arg: CellArg, cell: int):
+        return (arg.positions[arg.cell_vertices[cell, 0]],
+                arg.positions[arg.cell_vertices[cell, 1]],
+                arg.positions[arg.cell_vertices[cell, 2]])
+
+    @kc.func
+    def cell_position(arg: CellArg, s: Any):
+        p0, p1, p2 = corners(arg, s.element_index)
+        c = s.element_coords
+        return c[0] * p0 + c[1] * p1 + c[2] * p2
+
+    @kc.func
+    def cell_deformation_gradient(arg: CellArg, s: Any):
+        p0, p1, p2 = corners(arg, s.element_index)
+        return kc.matrix_from_cols(p1 - p0, p2 - p0)
+
+    # Planar and surface meshes differ in how the (dim x 2) deformation gradient is
+    # measured and inverted (a surface's pseudo-inverse), and in their cells' normals.
+    @kc.func
+    def planar_inverse_gradient(arg: CellArg, s: Any):
+        return kc.inverse(cell_deformation_gradient(arg, s))
+
+    @kc.func
+    def surface_inverse_gradient(arg: CellArg, s: Any):
+        F = cell_deformation_gradient(arg, s)
+        Ft = kc.transpose(F)
+        return kc.inverse(Ft * F) * Ft
+
+    @kc.func
+    def planar_measure(arg: CellArg, s: Any):
+        return kc.abs(kc.determinant(cell_deformation_gradient(arg, s))) * half
+
+    @kc.func
+    def surface_cross(arg: CellArg, s: Any):
+        Ft = kc.transpose(cell_deformation_gradient(arg, s))
+        return kc.cross(Ft[0], Ft[1])
+
+    @kc.func
+    def surface_measure(arg: CellArg, s: Any):
+        return kc.length(surface_cross(arg, s)) * half
+
+    @kc.func
+    def planar_normal(arg: CellArg, s: Any):
+        return vec(scalar(0.0))
+
+    @kc.func
+    def surface_normal(arg: CellArg, s: Any):
+        return kc.normalize(surface_cross(arg, s))
+
+    cell_inverse_deformation_gradient = planar_inverse_gradient if planar else \
+        surface_inverse_gradient
+    cell_measure = planar_measure if planar else surface_measure
+    cell_normal = planar_normal if planar else surface_normal
+
+    @kc.func
+    def side_to_cell_arg(arg: SideArg):
+        return arg.cell_arg
+
+    @kc.func
+    def edge_ends(arg: SideArg, side: int):
+        v = arg.side_vertices[side]
+        return arg.cell_arg.positions[v[0]], arg.cell_arg.positions[v[1]]
+
+    @kc.func
+    def side_position(arg: SideArg, s: Any):
+        v0, v1 = edge_ends(arg, s.element_index)
+        t = s.element_coords[0]
+        return (scalar(1.0) - t) * v0 + t * v1
+
+    @kc.func
+    def side_deformation_gradient(arg: SideArg, s: Any):
+        v0, v1 = edge_ends(arg, s.element_index)
+        return v1 - v0
+
+    @kc.func
+    def side_measure(arg: SideArg, s: Any):
+        return kc.length(side_deformation_gradient(arg, s))
+
+    @kc.func
+    def side_inner_cell_index(arg: SideArg, side_index: int):
+        return arg.side_cells[side_index][0]
+
+    @kc.func
+    def side_outer_cell_index(arg: SideArg, side_index: int):
+        return arg.side_cells[side_index][1]
+
+    @kc.func
+    def planar_side_normal(arg: SideArg, s: Any):
+        e = side_deformation_gradient(arg, s)
+        return kc.normalize(vec2(e[1], -e[0]))
+
+    @kc.func
+    def surface_side_normal(arg: SideArg, s: Any):
+        # in the surface: the edge crossed with the inner triangle's normal
+        e = side_deformation_gradient(arg, s)
+        cell = make_free_sample(side_inner_cell_index(arg, s.element_index), Coords())
+        return kc.normalize(kc.cross(e, surface_normal(arg.cell_arg, cell)))
+
+    side_normal = planar_side_normal if planar else surface_side_normal
+
+    @kc.func
+    def edge_to_cell_coords(arg: SideArg, side_index: int, cell: int, side_coords: Any):
+        edge = arg.side_vertices[side_index]
+        tri = arg.cell_arg.cell_vertices
+        out = Coords()
+        t = side_coords[0]
+        for k in range(3):
+            if tri[cell, k] == edge[0]:
+                out[k] = scalar(1.0) - t
+            elif tri[cell, k] == edge[1]:
+                out[k] = t
+        return out
+
+    @kc.func
+    def side_inner_cell_coords(arg: SideArg, side_index: int, side_coords: Any):
+        return edge_to_cell_coords(arg, side_index, side_inner_cell_index(arg, side_index),
+                                   side_coords)
+
+    @kc.func
+    def side_outer_cell_coords(arg: SideArg, side_index: int, side_coords: Any):
+        return edge_to_cell_coords(arg, side_index, side_outer_cell_index(arg, side_index),
+                                   side_coords)
+
+    @kc.func
+    def side_from_cell_coords(arg: SideArg, side_index: int, cell_index: int,
+                              cell_coords: Any):
+        # The edge coordinate of a point of the cell, or OUTSIDE when it is off the edge.
+        edge = arg.side_vertices[side_index]
+        tri = arg.cell_arg.cell_vertices
+        start = 2
+        end = 2
+        for k in range(2):
+            if tri[cell_index, k] == edge[1]:
+                end = k
+            elif tri[cell_index, k] == edge[0]:
+                start = k
+        if cell_coords[start] + cell_coords[end] > scalar(0.999):
+            return Coords(cell_coords[end], scalar(0.0), scalar(0.0))
+        return Coords(scalar(OUTSIDE))
+
+    # Called with the sample moved to the inner (outer) cell (`field_eval.py`).
+    @kc.func
+    def side_inner_inverse_deformation_gradient(arg: SideArg, cell_s: Any):
+        return cell_inverse_deformation_gradient(arg.cell_arg, cell_s)
+
+    @kc.func
+    def side_outer_inverse_deformation_gradient(arg: SideArg, cell_s: Any):
+        return cell_inverse_deformation_gradient(arg.cell_arg, cell_s)
+
+    @kc.func
+    def side_measure_ratio(arg: SideArg, s: Any):
+        inner = make_free_sample(side_inner_cell_index(arg, s.element_index), Coords())
+        outer = make_free_sample(side_outer_cell_index(arg, s.element_index), Coords())
+        return side_measure(arg, s) / kc.min(cell_measure(arg.cell_arg, inner),
+                                             cell_measure(arg.cell_arg, outer))
+
+    cell_lookup = closest_cell_lookup(CellArg, cell_position, cell_inverse_deformation_gradient,
+                                      True, scalar)
+    return SimpleNamespace(**{k: v for k, v in locals().items()
+                              if k in ("CellArg", "SideArg") or isinstance(v, Func)})
