@@ -7,6 +7,7 @@ array's memory to another library's `from_dlpack`.
 
 from __future__ import annotations
 
+import sys
 import typing
 from typing import Any
 
@@ -50,3 +51,9 @@ def to_dlpack(arr: array) -> Any:
         raise TypeError(f"to_dlpack() needs a kernelc array, got {type(arr).__name__}")
     return arr.__dlpack__()
 
+
+def is_torch_tensor(value: Any) -> bool:
+    """Whether `value` is a torch.Tensor (without importing torch: if it was never
+    imported, nothing can be a tensor)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)

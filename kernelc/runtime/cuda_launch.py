@@ -233,24 +233,16 @@ def _issue_observed(cmd: CudaLaunch, info: Any, stream: Any, handle: Any, rec: A
 
 
 def _history_record(cmd: CudaLaunch, events: tuple[Any, Any]) -> dict[str, Any]:
-    from kernelc.ir.analysis import count_work
-    from kernelc.timing.history import history_entry
+    from kernelc.timing.history import launch_record
 
-    compiled = cmd.compiled
     start, end = events
 
     def execution_time() -> float:  # read when kernel_history() is called, not now
         end.synchronize()
         return start.elapsed_time(end)
 
-    flops, nbytes = count_work(cmd.kernel, compiled.types, cmd.dims)
-    fresh = compiled.cache != "memory"  # compile times belong to the launch that compiled
-    return history_entry(
-        cmd.kernel.__name__, compiled.hash, str(cmd.device), cmd.dims, execution_time,
-        compiled.codegen_time if fresh else 0.0, compiled.backend_time if fresh else 0.0,
-        compiled.cache, compiled.source, flops, nbytes,
-        type="builtin" if getattr(cmd.kernel, "is_builtin", False) else "kernel",
-        activity=launch_activity(cmd.kernel)[1])
+    return launch_record(cmd.kernel, cmd.compiled, cmd.compiled.types, cmd.dims, cmd.device,
+                         execution_time)
 
 
 def _check_error(cmd: CudaLaunch, handle: Any) -> None:

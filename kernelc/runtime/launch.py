@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -15,11 +14,12 @@ import numpy as np
 from kernelc import types as T
 from kernelc.config import ReduceMode, config
 from kernelc.errors import KernelError, KernelRuntimeError, render_caret
+from kernelc.runtime.array_interop import is_torch_tensor
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
 from kernelc.runtime.launch_alias import overlapping, pick_variant, repick_variant
 from kernelc.timing.flags import TIMING_KERNEL, TIMING_KERNEL_BUILTIN
-from kernelc.timing.history import JitFlag  # noqa: E402
+from kernelc.timing.history import JitFlag, launch_record  # noqa: E402
 from kernelc.timing.trace import active_sink
 
 _KERNEL_HISTORY_BIT = int(JitFlag.KernelHistory)
@@ -136,13 +136,6 @@ def _numpy_arg_type(want: T.ArrayType, value: np.ndarray, device, fail) -> T.Arr
         raise fail("this NumPy array cannot be used in place (read-only, misaligned, "
                    "negative strides or unpacked elements); pass kc.array(x) for a copy")
     return T.ArrayType(elem, want.ndim)
-
-
-def is_torch_tensor(value: Any) -> bool:
-    """Whether `value` is a torch.Tensor (without importing torch: if it was never
-    imported, nothing can be a tensor)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def _in_place_arrays(values: Sequence[Any], types: Sequence[T.Type]) -> list[Any]:
@@ -363,7 +356,8 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
     if t0:
         t1 = time.perf_counter_ns()
         if history:
-            rt.history.append(_history_record(kernel, compiled, dims, device, (t1 - t0) / 1e6))
+            rt.history.append(launch_record(kernel, compiled, compiled.params, dims, device,
+                                            (t1 - t0) / 1e6))
         if trace is not None:
             trace.event(launch_activity(kernel)[1], "launch", t0, t1,
                            {"dim": list(dims), "device": str(device)})
@@ -392,22 +386,6 @@ def launch_activity(kernel) -> tuple[int, str]:
     if getattr(kernel, "is_adjoint", False):
         return TIMING_KERNEL, f"backward kernel {kernel.primal.__name__}"
     return TIMING_KERNEL, f"forward kernel {kernel.__name__}"
-
-
-def _history_record(kernel, compiled: CpuKernel, dims, device, elapsed_ms: float) -> dict:
-    from kernelc.ir.analysis import count_work
-
-    flops, nbytes = count_work(kernel, compiled.params, dims)
-    fresh = compiled.cache != "memory"  # compile times belong to the launch that compiled
-    return {
-        "name": kernel.__name__, "hash": compiled.hash, "device": str(device),
-        "dim": tuple(dims), "execution_time": elapsed_ms,
-        "codegen_time": compiled.codegen_time if fresh else 0.0,
-        "backend_time": compiled.backend_time if fresh else 0.0, "cache": compiled.cache, "ir": compiled.source,
-        "flops": flops, "bytes": nbytes,
-        "type": "builtin" if getattr(kernel, "is_builtin", False) else "kernel",
-        "activity": launch_activity(kernel)[1],
-    }
 
 
 def _raise_kernel_error(kernel, compiled: CpuKernel, error: ErrorRecord) -> None:

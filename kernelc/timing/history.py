@@ -136,6 +136,23 @@ def history_entry(
     }
 
 
+def launch_record(kernel: Any, compiled: Any, types: tuple, dims: tuple[int, ...], device: Any,
+                  execution_time: float | Callable[[], float]) -> dict[str, Any]:
+    """The history entry of one launch of `kernel`, compiled as `compiled` (a CPU or CUDA
+    kernel) for argument `types`, over `dims` on `device`."""
+    from kernelc.ir.analysis import count_work
+    from kernelc.runtime.launch import launch_activity
+
+    flops, nbytes = count_work(kernel, types, dims)
+    fresh = compiled.cache != "memory"  # compile times belong to the launch that compiled
+    return history_entry(
+        kernel.__name__, compiled.hash, str(device), dims, execution_time,
+        compiled.codegen_time if fresh else 0.0, compiled.backend_time if fresh else 0.0,
+        compiled.cache, compiled.source, flops, nbytes,
+        type="builtin" if getattr(kernel, "is_builtin", False) else "kernel",
+        activity=launch_activity(kernel)[1])
+
+
 def kernel_history(types: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """Returns the launches recorded while `JitFlag.KernelHistory` was set, and clears them.
 
