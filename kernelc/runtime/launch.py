@@ -308,15 +308,15 @@ class Launch:
             return
         from kernelc.runtime import expand
 
-        alias = overlapping(self.values, self.compiled.params)
         if runs_inline(self.compiled, self.size) or config.num_threads < 2:
             # One thread runs it all: nothing contends, so nothing to expand.
             if self.compiled.has_loops or self.size >= 16384:
-                self.variant = expand.single_thread_variant(self.kernel, self.compiled,
-                                                            self.values, alias)
+                self.variant = expand.single_thread_variant(
+                    self.kernel, self.compiled, self.values,
+                    overlapping(self.values, self.compiled.params))
             return
         self.expand = expand.expanded_run(self.kernel, self.compiled, self.args, self.values,
-                                          alias)
+                                          overlapping(self.values, self.compiled.params))
         if self.expand is not None:
             from kernelc.runtime.compiler import get_cpu_kernel
 
