@@ -213,6 +213,34 @@ def mesh_struct(name: str, fields: dict[str, Any]) -> type:
     return kc.struct(type(name, (), {"__annotations__": dict(fields)}))
 
 
+def side_cell_funcs(SideArg: type, Coords: type, inverse_gradient: Any, side_measure: Any,
+                    cell_measure: Any, inner_cell: Any, outer_cell: Any) -> dict[str, Any]:
+    """The side funcs every simplex mesh defines alike from its cell funcs: the inverse
+    deformation gradients seen from the inner and outer cell (called with the sample
+    moved to that cell, see `field_eval.py`), and the side's measure over the smaller of
+    its two cells' measures."""
+    from kernelc.fem.types import make_free_sample
+
+    @kc.func
+    def side_inner_inverse_deformation_gradient(arg: SideArg, cell_s: Any):
+        return inverse_gradient(arg.cell_arg, cell_s)
+
+    @kc.func
+    def side_outer_inverse_deformation_gradient(arg: SideArg, cell_s: Any):
+        return inverse_gradient(arg.cell_arg, cell_s)
+
+    @kc.func
+    def side_measure_ratio(arg: SideArg, s: Any):
+        inner = make_free_sample(inner_cell(arg, s.element_index), Coords())
+        outer = make_free_sample(outer_cell(arg, s.element_index), Coords())
+        return side_measure(arg, s) / kc.min(cell_measure(arg.cell_arg, inner),
+                                             cell_measure(arg.cell_arg, outer))
+
+    return {"side_inner_inverse_deformation_gradient": side_inner_inverse_deformation_gradient,
+            "side_outer_inverse_deformation_gradient": side_outer_inverse_deformation_gradient,
+            "side_measure_ratio": side_measure_ratio}
+
+
 def closest_cell_lookup(CellArg: type, cell_position: Any, inverse_gradient: Any,
                         triangle: bool, scalar: Any) -> Any:
     """A func (cell arg, position) -> Sample of the cell closest to the position (a point

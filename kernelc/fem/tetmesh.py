@@ -16,9 +16,16 @@ import numpy as np
 
 import kernelc as kc
 from kernelc.fem.element import Element
-from kernelc.fem.mesh import Mesh, SubSimplices, closest_cell_lookup, mesh_struct, sub_simplices
+from kernelc.fem.mesh import (
+    Mesh,
+    SubSimplices,
+    closest_cell_lookup,
+    mesh_struct,
+    side_cell_funcs,
+    sub_simplices,
+)
 from kernelc.fem.shape_simplex import TET_EDGES
-from kernelc.fem.types import OUTSIDE, coords_type, make_free_sample, vec_type
+from kernelc.fem.types import OUTSIDE, coords_type, vec_type
 from kernelc.frontend.decorators import Func
 
 _TET_FACES = [(0, 1, 2), (1, 2, 3), (2, 3, 0), (3, 0, 1)]
@@ -212,23 +219,9 @@ def _tetmesh_funcs(scalar: Any) -> SimpleNamespace:
             return out
         return Coords(scalar(OUTSIDE))
 
-    # Called with the sample moved to the inner (outer) cell (`field_eval.py`).
-    @kc.func
-    def side_inner_inverse_deformation_gradient(arg: SideArg, cell_s: Any):
-        return cell_inverse_deformation_gradient(arg.cell_arg, cell_s)
-
-    @kc.func
-    def side_outer_inverse_deformation_gradient(arg: SideArg, cell_s: Any):
-        return cell_inverse_deformation_gradient(arg.cell_arg, cell_s)
-
-    @kc.func
-    def side_measure_ratio(arg: SideArg, s: Any):
-        inner = make_free_sample(side_inner_cell_index(arg, s.element_index), Coords())
-        outer = make_free_sample(side_outer_cell_index(arg, s.element_index), Coords())
-        return side_measure(arg, s) / kc.min(cell_measure(arg.cell_arg, inner),
-                                             cell_measure(arg.cell_arg, outer))
-
+    shared = side_cell_funcs(SideArg, Coords, cell_inverse_deformation_gradient, side_measure,
+                             cell_measure, side_inner_cell_index, side_outer_cell_index)
     cell_lookup = closest_cell_lookup(CellArg, cell_position, cell_inverse_deformation_gradient,
                                       False, scalar)
-    return SimpleNamespace(**{k: v for k, v in locals().items()
-                              if k in ("CellArg", "SideArg") or isinstance(v, Func)})
+    funcs = {k: v for k, v in locals().items() if k in ("CellArg", "SideArg") or isinstance(v, Func)}
+    return SimpleNamespace(**funcs, **shared)
