@@ -335,6 +335,18 @@ def test_launch_takes_tensors(rng):
     assert torch.equal(copied, ints)
 
 
+def test_tape_leaves_tensors_passed_directly_alone(rng):
+    # A tensor passed to a launch does not require grad, so its .grad (set by hand) is
+    # not an adjoint: backward neither fails nor writes it, as with Warp.
+    x, out = _tensor(rng, (64,)), _tensor(rng, (64,))
+    x.grad, out.grad = torch.full((64,), 7.0), torch.ones(64)
+    tape = kc.Tape()
+    with tape:
+        kc.launch(K.scale_add, 64, inputs=[x, x], outputs=[out])
+    tape.backward()
+    assert torch.equal(x.grad, torch.full((64,), 7.0))
+
+
 def test_launch_follows_a_tensor_whose_memory_moved(rng):
     x, y = _tensor(rng, (32,)), _tensor(rng, (32,))
     out = _poison((32,))

@@ -22,6 +22,7 @@ from kernelc.frontend.special import tid as _tid
 from kernelc.frontend.struct import default_value
 from kernelc.logger import log_warning
 from kernelc.runtime.array import array
+from kernelc.runtime.array_interop import is_torch_tensor
 from kernelc.runtime.context import get_runtime
 
 _TAPE_KEY = "tape"  # where the active tape lives: Runtime.extras (no module globals)
@@ -273,7 +274,11 @@ def _array_pairs(t: T.Type, primal: Any, adj: Any):
 def fill_adjoint(t: T.Type, primal: Any, adj: Any) -> Any:
     """`adj` as passed to a backward kernel for a parameter of type `t` holding `primal`."""
     if isinstance(t, T.ArrayType):
-        return adj if adj is not None else getattr(primal, "grad", None)
+        if adj is not None or is_torch_tensor(primal):
+            # A tensor passed directly never requires grad (launches refuse those), so it
+            # has no adjoint even when its .grad is set: Warp sees it as an array without one.
+            return adj
+        return getattr(primal, "grad", None)
     if isinstance(t, T.StructType) and primal is not None:
         filled = t.cls()
         for name, field_type in t.fields:
