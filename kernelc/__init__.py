@@ -17,7 +17,7 @@ from kernelc.errors import (  # noqa: E402
     WarpCodegenIndexError, WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError,
     WarpDeterminismError,
 )
-from kernelc.config import ReduceMode, config  # noqa: E402
+from kernelc.config import DeterministicMode, ReduceMode, config  # noqa: E402
 from kernelc.logger import (  # noqa: E402
     LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING, Logger, ScopedLogger, ScopedLogLevel,
     get_logger, set_logger,

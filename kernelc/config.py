@@ -32,6 +32,47 @@ class ReduceMode(enum.Enum):
     Expand = "expand"
 
 
+class DeterministicMode(enum.IntEnum):
+    """Which reproducibility kernels with order-dependent atomics get (Warp's modes).
+
+    Float atomic adds, compare-and-swap, exchange and atomics whose old value is used (slot
+    counters) give results that depend on the order threads run in. Set one mode for every
+    kernel with `kc.config.deterministic`, or per module with
+    `kc.set_module_options({"deterministic": ...})`.
+
+    Attributes:
+        NOT_GUARANTEED: Threads update in whatever order they run (the default).
+        RUN_TO_RUN: Bit-exact results from run to run with the same `config.num_threads`.
+            On the CPU, arrays only accumulated into are summed in per-worker copies over
+            fixed thread ranges, combined in worker order; other such kernels run as
+            `GPU_TO_GPU`.
+        GPU_TO_GPU: Results that do not depend on the machine's parallelism either: on the
+            CPU such kernels run their threads one after another in index order, the
+            order Warp's CPU backend uses, so results are Warp's bit for bit.
+    """
+
+    NOT_GUARANTEED = 0
+    RUN_TO_RUN = 1
+    GPU_TO_GPU = 2
+
+
+def check_deterministic(value: object) -> DeterministicMode:
+    """`value` if it is a `DeterministicMode`, else Warp's ValueError."""
+    if not isinstance(value, DeterministicMode):
+        raise ValueError(f"deterministic must be a kc.DeterministicMode value, got {value!r}")
+    return value
+
+
+def check_max_records(value: object) -> int:
+    """`value` as a non-negative int, else Warp's TypeError / ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("deterministic_max_records must be a non-negative integer, got "
+                        f"{type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"deterministic_max_records must be non-negative, got {value}")
+    return value
+
+
 def _default_cache_dir() -> str:
     env = os.environ.get("KERNELC_CACHE_DIR")
     if env:
@@ -76,6 +117,11 @@ class Config:
             `LOG_INFO`; True raises `LOG_INFO` to `LOG_WARNING` (a debug level stays).
         reduce_mode (ReduceMode): How kernels without their own `reduce_mode` option carry
             out contended atomics (default `ReduceMode.Direct`).
+        deterministic (DeterministicMode): How kernels with order-dependent atomics run,
+            unless their module's `"deterministic"` option says otherwise (default
+            `DeterministicMode.NOT_GUARANTEED`); see `kc.DeterministicMode`.
+        deterministic_max_records (int): Warp's per-thread bound on recorded atomics
+            (default 0). Accepted for compatibility: kernelc's CPU modes keep no records.
         enable_backward (bool): Whether kernels have backward kernels (`kc.Tape`), unless
             the kernel (`@kc.kernel(enable_backward=...)`) or its module
             (`kc.set_module_options`) says otherwise. Default True, as in Warp.
@@ -119,6 +165,30 @@ class Config:
         self.verbose_warnings: bool = False
         self.optimization_level: int | None = None
         self._track_memory = False
+        self._deterministic = DeterministicMode.NOT_GUARANTEED
+        self._deterministic_max_records = 0
+        # Counts changes of the deterministic settings (here and in module options): a
+        # launch packed under other settings is not reused.
+        self.deterministic_epoch = 0
+
+    @property
+    def deterministic(self) -> DeterministicMode:
+        """See `kc.DeterministicMode`."""
+        return self._deterministic
+
+    @deterministic.setter
+    def deterministic(self, value: DeterministicMode) -> None:
+        self._deterministic = check_deterministic(value)
+        self.deterministic_epoch += 1
+
+    @property
+    def deterministic_max_records(self) -> int:
+        """Warp's record bound; accepted, unused by kernelc's CPU modes."""
+        return self._deterministic_max_records
+
+    @deterministic_max_records.setter
+    def deterministic_max_records(self, value: int) -> None:
+        self._deterministic_max_records = check_max_records(value)
 
     @property
     def version(self) -> str:

@@ -113,10 +113,10 @@ class WarpCodegenValueError(KernelError, ValueError):
 
 
 class WarpDeterminismError(RuntimeError):
-    """Warp's error for a determinism guarantee it cannot give (`config.deterministic`).
+    """A determinism guarantee kernelc cannot give (`config.deterministic`, Warp's name).
 
-    kernelc has no deterministic mode and never raises it; the class exists so that Warp
-    programs naming it in `except` clauses run unchanged.
+    Raised by a CUDA launch, in a deterministic mode, of a kernel with order-dependent
+    atomics: kernelc's deterministic modes run on the CPU only.
     """
 
 

@@ -195,3 +195,35 @@ def reduction_targets(fn: ir.Function) -> dict[int, str]:
     used.update(arr for result, arr in array_of.items() if result in used)
     params = {p.id for p in fn.params if isinstance(p.type, T.ArrayType)}
     return {pid: kind for pid, kind in kinds.items() if pid in params and pid not in used}
+
+
+def order_dependent_atomics(fn: ir.Function, private: frozenset[int]) -> frozenset[int]:
+    """The arrays whose atomic updates give results that depend on the order threads run.
+
+    Float add and sub round differently in another order; compare-and-swap and exchange
+    keep the last writer; an atomic whose old value is used (a slot counter) hands out
+    values in thread order. Integer add/sub/min/max/and/or/xor and float min/max whose old
+    values go unused commute exactly. Atomics on thread-private parameters (`private`,
+    value ids; see `thread_private_params`) never meet another thread's. Returns the value
+    ids of the updated arrays (parameters, or arrays taken from struct fields).
+    """
+    from kernelc.ir.passes.rewrite import operands
+
+    used: set[int] = set()
+    atomics: list[ir.Op] = []
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC:
+            atomics.append(s)
+        used.update(v.id for v in operands(s))
+    found = set()
+    for op in atomics:
+        array = op.args[0]
+        if array.id in private:
+            continue
+        kind, _path, t = atomic_target(op)
+        scalar = t if isinstance(t, T.ScalarType) else getattr(t, "dtype", None)
+        is_float = isinstance(scalar, T.ScalarType) and scalar.is_float
+        if (kind in ("cas", "exch") or op.result.id in used
+                or (kind in ("add", "sub") and is_float)):
+            found.add(array.id)
+    return frozenset(found)

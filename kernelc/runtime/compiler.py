@@ -121,6 +121,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
         args_type=args_ctype(arg_types), params=arg_types, check_locs=loaded.check_locs,
         has_print=loaded.has_print, has_loops=_has_loops(module),
         private_params=_private(module, options),
+        order_dependent=_order_dependent(module, options),
         source_fn=functools.partial(_llvm_text, module, entry, options),
         binary_fn=loaded.binary_fn, codegen_time=(t1 - t0) * 1e3,
         backend_time=(t2 - t1) * 1e3, cache=loaded.cache,
@@ -214,6 +215,14 @@ def _trace_compile(name: str, loaded: _Loaded, t0: float, t1: float, t2: float) 
     a, b, c = (int(t * 1e9) for t in (t0, t1, t2))
     sink.event(f"codegen {name}", "compile", a, b, {"cache": loaded.cache})
     sink.event(f"{loaded.phase} {name}", "compile", b, c, {"cache": loaded.cache})
+
+
+def _order_dependent(module: ir.Module, options: CpuOptions) -> frozenset[int]:
+    from kernelc.ir.analysis import order_dependent_atomics
+
+    ids = order_dependent_atomics(module.kernel, _private(module, options))
+    index = {p.id: i for i, p in enumerate(module.kernel.params)}
+    return frozenset(index.get(i, -1) for i in ids)
 
 
 def _private(module: ir.Module, options: CpuOptions) -> frozenset[int]:

@@ -300,6 +300,9 @@ class CpuKernel:
     has_print: bool
     has_loops: bool
     private_params: frozenset[int]  # arrays whose atomics compiled to plain updates
+    # Parameter indices of arrays with order-dependent atomics (-1: an array in a struct);
+    # see `ir.analysis.order_dependent_atomics` and `kc.DeterministicMode`.
+    order_dependent: frozenset[int]
     source_fn: Callable[[], str]  # LLVM IR text, generated on demand (a cache hit never needs it)
     binary_fn: Callable[[], bytes]  # the object code, read (or rebuilt) on demand
     codegen_time: float

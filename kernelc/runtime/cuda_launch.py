@@ -54,6 +54,8 @@ class CudaKernel:
         self.occupancy: dict[int, int] = {}  # block_dim -> resident blocks per SM
         self.error: Any = None  # the debug-mode kc_error record (an Allocation)
         self.last: tuple | None = None  # memo of the latest plain launch, for loops
+        # Ids of arrays with order-dependent atomics (see `check_deterministic_cuda`).
+        self.order_dependent: frozenset[int] | None = None
 
     def blocks_per_sm(self, block_dim: int) -> int:
         found = self.occupancy.get(block_dim)
@@ -258,11 +260,40 @@ def _check_error(cmd: CudaLaunch, handle: Any) -> None:
         _raise_kernel_error(cmd.kernel, cmd.compiled, record)
 
 
+def check_deterministic_cuda(kernel: Any, compiled: Any) -> None:
+    """Raises `WarpDeterminismError` for a kernel with order-dependent atomics when its
+    deterministic mode is set: the CUDA backend cannot order its threads' updates yet."""
+    from kernelc.runtime.launch import deterministic_mode
+
+    mode = deterministic_mode(kernel)
+    if not mode:
+        return
+    found = compiled.order_dependent
+    if found is None:
+        from kernelc.ir.analysis import order_dependent_atomics, thread_private_params
+        from kernelc.runtime.compiler import optimized_ir
+
+        fn = optimized_ir(kernel, compiled.types).kernel
+        found = compiled.order_dependent = order_dependent_atomics(
+            fn, thread_private_params(fn))
+    if found:
+        from kernelc.errors import WarpDeterminismError
+
+        loc = kernel.source.loc(kernel.source.tree)
+        raise WarpDeterminismError(
+            f"{loc.file}:{loc.line}: kernel '{kernel.__name__}' has atomics whose result "
+            f"depends on the order its threads run (float adds, compare-and-swap, exchange "
+            f"or counters), and kc.DeterministicMode.{mode.name} is set: kernelc orders them "
+            f"on the CPU only. Launch it on the CPU, or set the mode to "
+            f"kc.DeterministicMode.NOT_GUARANTEED for its module")
+
+
 def launch_cuda(kernel: Any, dims: tuple[int, ...], values: Sequence[Any],
                 types: tuple[T.Type, ...], device: Any, stream: Any, block_dim: int | None,
                 record_cmd: bool) -> CudaLaunch | None:
     """`kc.launch` on a CUDA device, after the arguments were checked."""
     compiled = load_cuda_kernel(kernel, types, device)
+    check_deterministic_cuda(kernel, compiled)
     last = compiled.last
     if not record_cmd and last is not None and last[0] == dims and last[1] is stream \
             and last[2] == block_dim and len(last[3]) == len(values) \

@@ -8,6 +8,9 @@ combined into the arrays (summed for add/sub, the minimum or maximum for min/max
 bitwise and / or / xor for those atomics). The result is the same as with direct atomics
 up to the order of floating-point additions, which atomics do not fix either.
 Compare-and-swap and exchange are never expanded (their result depends on the order).
+
+`DeterministicMode.RUN_TO_RUN` uses the same copies over fixed thread ranges instead of
+blocks taken as workers free up (see `deterministic_run`).
 """
 
 from __future__ import annotations
@@ -41,17 +44,32 @@ def expanded_run(kernel: Any, compiled: Any, args: ctypes.Structure, values: Seq
     return ExpandedRun(args, values, targets) if targets else None
 
 
+def deterministic_run(kernel: Any, compiled: Any, args: ctypes.Structure,
+                      values: Sequence[Any], overlapping: bool) -> ExpandedRun | None:
+    """The fixed-range private-copy plan of a launch in `DeterministicMode.RUN_TO_RUN`, or
+    None when some order-dependent atomic updates an array that is not a reduction target
+    (the launch then runs its threads in order)."""
+    if overlapping or -1 in compiled.order_dependent:
+        return None
+    targets = reduction_params(kernel, compiled, values)
+    if not all(targets.get(i) == "add" for i in compiled.order_dependent
+               if values[i] is not None):
+        return None
+    return ExpandedRun(args, values, targets, fixed_ranges=True)
+
+
 def single_thread_variant(kernel: Any, compiled: Any, values: Sequence[Any],
-                          overlapping: bool) -> Any:
+                          overlapping: bool, any_mode: bool = False) -> Any:
     """The variant to run when one thread runs a whole `ReduceMode.Expand` launch.
 
     Nothing contends then, so the variant whose updates of reduction targets are plain
     read-modify-writes (built for private copies) can run on the arrays themselves: an
     atomic float add is a compare-and-swap loop on x86, several times a plain add. Only
     launches with loops or many threads switch, so that a small launch does not pay for
-    compiling a second variant.
+    compiling a second variant. `any_mode`: whatever the reduce mode (a deterministic
+    launch that runs its threads in order).
     """
-    if (reduce_mode(kernel) is not ReduceMode.Expand or overlapping
+    if ((reduce_mode(kernel) is not ReduceMode.Expand and not any_mode) or overlapping
             or not reduction_params(kernel, compiled, values)):
         return compiled
     from kernelc.runtime.compiler import get_cpu_kernel
@@ -77,12 +95,18 @@ def reduction_params(kernel: Any, compiled: Any, values: Sequence[Any]) -> dict[
 class ExpandedRun:
     """Private copies of a launch's reduction targets and the argument blocks that use them."""
 
-    def __init__(self, args: ctypes.Structure, values: Sequence[Any], targets: dict[int, str]):
+    def __init__(self, args: ctypes.Structure, values: Sequence[Any], targets: dict[int, str],
+                 fixed_ranges: bool = False):
         self.targets = [(i, kind, values[i].numpy()) for i, kind in sorted(targets.items())]
         self.cfunc: Any = None  # the kernel variant to run on the copies (set by the launcher)
-        copies = config.num_threads + 1  # the pool's workers and the calling thread
+        # Fixed ranges: copy k always takes the k-th of `num_threads` equal thread ranges,
+        # so each copy's sum, and their combination in copy order, repeats bit for bit.
+        self.fixed_ranges = fixed_ranges
+        # Otherwise one copy per thread that can run a block: the workers and the caller.
+        copies = config.num_threads + (0 if fixed_ranges else 1)
         self.copies: list[list[np.ndarray]] = []
         self.free: queue.SimpleQueue = queue.SimpleQueue()
+        blocks = []
         for _ in range(copies):
             block_args = type(args).from_buffer_copy(args)
             own = []
@@ -95,6 +119,10 @@ class ExpandedRun:
                 for k, stride in enumerate(contiguous_strides(values[i].shape, elem)[:outer]):
                     field.strides[k] = stride
                 own.append(private)
+            blocks.append((block_args, own))
+        # Copies in the order of their argument blocks' addresses (see `run`).
+        blocks.sort(key=lambda b: ctypes.addressof(b[0]))
+        for block_args, own in blocks:
             self.copies.append(own)
             self.free.put((block_args, ctypes.addressof(block_args)))  # keeps them alive
 
@@ -110,14 +138,30 @@ class ExpandedRun:
                 else:
                     private[...] = view
 
-        def block(_args: int, start: int, end: int) -> None:
-            entry = self.free.get()
-            try:
-                cfunc(entry[1], start, end)
-            finally:
-                self.free.put(entry)
+        if self.fixed_ranges:
+            # Taking every copy keeps a concurrent run of this launch out; sorting them
+            # restores copy order, which the combination below sums in.
+            entries = sorted((self.free.get() for _ in self.copies), key=lambda e: e[1])
+            bounds = [size * k // len(entries) for k in range(len(entries) + 1)]
 
-        pool.run(block, 0, size, 1)
+            def ranges(_args: int, first: int, last: int) -> None:
+                for k in range(first, last):
+                    cfunc(entries[k][1], bounds[k], bounds[k + 1])
+
+            try:
+                pool.run(ranges, 0, len(entries), 1)
+            finally:
+                for entry in entries:
+                    self.free.put(entry)
+        else:
+            def block(_args: int, start: int, end: int) -> None:
+                entry = self.free.get()
+                try:
+                    cfunc(entry[1], start, end)
+                finally:
+                    self.free.put(entry)
+
+            pool.run(block, 0, size, 1)
         for k, (_i, kind, view) in enumerate(self.targets):
             stack = np.stack([own[k] for own in self.copies])
             if kind == "add":

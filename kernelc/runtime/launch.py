@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from kernelc import types as T
-from kernelc.config import ReduceMode, config
+from kernelc.config import DeterministicMode, ReduceMode, config
 from kernelc.errors import KernelError, KernelRuntimeError, render_caret
 from kernelc.runtime.array_interop import is_torch_tensor
 from kernelc.runtime.context import get_runtime
@@ -303,20 +303,34 @@ class Launch:
         self._args_ptr = ctypes.addressof(self.args)
         self.expand = None  # ReduceMode.Expand's private copies, if the kernel asks for them
         self.variant = self.compiled  # what runs: `compiled`, or its plain-update variant
-        if not (self.kernel.options.get("reduce_mode")
+        self.in_order = False  # run the threads one after another (a deterministic mode)
+        one_thread = runs_inline(self.compiled, self.size) or config.num_threads < 2
+        mode = (deterministic_mode(self.kernel) if self.compiled.order_dependent and not one_thread
+                else DeterministicMode.NOT_GUARANTEED)
+        if not (mode or self.kernel.options.get("reduce_mode")
                 or config.reduce_mode is not ReduceMode.Direct):
             return
         from kernelc.runtime import expand
 
-        if runs_inline(self.compiled, self.size) or config.num_threads < 2:
+        aliased = overlapping(self.values, self.compiled.params)
+        if mode:
+            if mode is DeterministicMode.RUN_TO_RUN:
+                self.expand = expand.deterministic_run(self.kernel, self.compiled, self.args,
+                                                       self.values, aliased)
+            if self.expand is None:
+                self.in_order = True
+                self.variant = expand.single_thread_variant(
+                    self.kernel, self.compiled, self.values, aliased, any_mode=True)
+                return
+        elif one_thread:
             # One thread runs it all: nothing contends, so nothing to expand.
             if self.compiled.has_loops or self.size >= 16384:
                 self.variant = expand.single_thread_variant(
-                    self.kernel, self.compiled, self.values,
-                    overlapping(self.values, self.compiled.params))
+                    self.kernel, self.compiled, self.values, aliased)
             return
-        self.expand = expand.expanded_run(self.kernel, self.compiled, self.args, self.values,
-                                          overlapping(self.values, self.compiled.params))
+        else:
+            self.expand = expand.expanded_run(self.kernel, self.compiled, self.args,
+                                              self.values, aliased)
         if self.expand is not None:
             from kernelc.runtime.compiler import get_cpu_kernel
 
@@ -328,11 +342,11 @@ class Launch:
         if self.size == 0:
             return
         run_cpu(self.kernel, self.variant, self._args_ptr, self.size, self.error, self.dims,
-                self.device, self.expand)
+                self.device, self.expand, self.in_order)
 
 
 def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorRecord,
-            dims, device, expand=None) -> None:
+            dims, device, expand=None, in_order: bool = False) -> None:
     rt = get_runtime()
     rec = rt.recorder
     token = None
@@ -343,7 +357,7 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
     history = rt.flags & _KERNEL_HISTORY_BIT
     trace = rt.trace if rt.trace is not None or not config.compile_time_trace else active_sink()
     t0 = time.perf_counter_ns() if (history or trace is not None) else 0
-    if runs_inline(compiled, size):
+    if in_order or runs_inline(compiled, size):
         compiled.cfunc(args_ptr, 0, size)
     elif expand is not None:
         expand.run(expand.cfunc, size, cpu_state(config.num_threads).pool)
@@ -445,8 +459,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     values = [*inputs, *outputs]
     last = kernel.last_launch
     if last is not None and last.dim == dim and last.device is device \
-            and last.mode == config.mode and len(last.refs) == len(values) \
-            and same_or_repacked(kernel, last, values):
+            and last.mode == config.mode and last.epoch == config.deterministic_epoch \
+            and len(last.refs) == len(values) and same_or_repacked(kernel, last, values):
         # The same argument objects as last time (a simulation loop), or new Python numbers
         # in place of old ones (repacked in place): reuse the packing.
         cmd = last.cmd
@@ -575,6 +589,14 @@ def _module_block_dim(kernel) -> int | None:
     """The `block_dim` set with `kc.set_module_options` for the kernel's module, if any."""
     options = get_runtime().extras.get("module_options", {}).get(kernel.module)
     return None if options is None else options.get("block_dim")
+
+
+def deterministic_mode(kernel) -> DeterministicMode:
+    """The kernel's module's `deterministic` option (`kc.set_module_options`), else
+    `kc.config.deterministic`."""
+    options = get_runtime().extras.get("module_options", {}).get(kernel.module)
+    mode = None if options is None else options.get("deterministic")
+    return config.deterministic if mode is None else mode
 
 
 def _check_strides(kernel, names, types, values) -> None:

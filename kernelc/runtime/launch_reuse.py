@@ -35,10 +35,11 @@ class LaunchMemo:
     and the packing is reused only while they are unchanged.
     """
 
-    __slots__ = ("dim", "device", "mode", "refs", "cmd", "weak", "tensors")
+    __slots__ = ("dim", "device", "mode", "epoch", "refs", "cmd", "weak", "tensors")
 
     def __init__(self, dim: Any, device: Any, mode: str, values: list, cmd: Any):
         self.dim, self.device, self.mode, self.cmd = dim, device, mode, cmd
+        self.epoch = L.config.deterministic_epoch  # the deterministic settings packed under
         self.weak = cmd.expand is None and all(a is v for a, v in zip(cmd.values, values))
         self.tensors = None if self.weak else tuple(
             (i, tensor_layout(v)) for i, v in enumerate(values) if L.is_torch_tensor(v)) or None
@@ -213,7 +214,7 @@ def rerun_adjoint(backward, dim: Any, device: Any, values: list[Any],
     and the store mask are then the same too. Tape.backward repeats launches this way."""
     last, memo = backward.last_launch, getattr(backward, "last_adjoints", None)
     if last is None or memo is None or last.dim != dim or last.device is not device \
-            or last.mode != L.config.mode:
+            or last.mode != L.config.mode or last.epoch != L.config.deterministic_epoch:
         return False
     given, adj_values = dereferenced(memo[0]), dereferenced(memo[1])
     n = len(values)

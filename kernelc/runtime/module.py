@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from kernelc.config import config
+from kernelc.config import check_deterministic, check_max_records, config
 from kernelc.runtime.context import get_runtime
 from kernelc.typevars import has_constraint
 
@@ -21,17 +21,19 @@ def constant(value: Any) -> Any:
 
 
 # Warp's module options. kernelc honours `block_dim` (the default block size of CUDA launches
-# of the module's kernels) and `enable_backward` (False leaves the module's kernels out of
-# `Tape.backward`); the others are stored and returned but have no effect (kernelc leaves
-# unrolling and FP contraction to LLVM/NVRTC, and takes `mode` and `lineinfo` from
-# `kc.config`).
+# of the module's kernels), `enable_backward` (False leaves the module's kernels out of
+# `Tape.backward`) and `deterministic` (see `kc.DeterministicMode`); the others are stored
+# and returned but have no effect (kernelc leaves unrolling and FP contraction to
+# LLVM/NVRTC, and takes `mode` and `lineinfo` from `kc.config`).
 _MODULE_OPTION_DEFAULTS: dict[str, Any] = {
     "max_unroll": None, "enable_backward": None, "fast_math": False, "fuse_fp": True,
     "lineinfo": None, "cuda_output": None, "mode": None, "optimization_level": None,
     "cpu_compiler_flags": None, "block_dim": 256, "compile_time_trace": None,
-    "strip_hash": False,
+    "strip_hash": False, "deterministic": None, "deterministic_max_records": None,
 }
-_FROM_CONFIG = ("max_unroll", "enable_backward", "lineinfo", "compile_time_trace")
+# `deterministic` stays None (follow `kc.config.deterministic` at each launch) until set.
+_FROM_CONFIG = ("max_unroll", "enable_backward", "lineinfo", "compile_time_trace",
+                "deterministic_max_records")
 
 
 def _module_name(module: Any, depth: int) -> str:
@@ -60,13 +62,21 @@ def module_options(name: str) -> dict[str, Any]:
 def set_module_options(options: dict[str, Any], module: Any = None) -> None:
     """Updates the options of `module` (default: the calling module), as Warp's
     `wp.set_module_options`. Any of Warp's keys is accepted; kernelc acts on `block_dim`
-    (default CUDA block size for launches of the module's kernels) and ignores the rest.
+    (default CUDA block size for launches of the module's kernels), `enable_backward` and
+    `deterministic` (a `kc.DeterministicMode`; None, the default, follows
+    `kc.config.deterministic`), and ignores the rest.
     """
     if not isinstance(options, dict):
         raise TypeError(f"set_module_options() takes a dict, got {type(options).__name__}")
     block_dim = options.get("block_dim")
     if block_dim is not None and not (isinstance(block_dim, int) and 1 <= block_dim <= 1024):
         raise ValueError(f"block_dim must be an int from 1 to 1024, got {block_dim!r}")
+    if options.get("deterministic") is not None:
+        check_deterministic(options["deterministic"])
+    if "deterministic" in options:
+        config.deterministic_epoch += 1
+    if "deterministic_max_records" in options:
+        check_max_records(options["deterministic_max_records"])
     module_options(_module_name(module, 1)).update(options)
 
 
