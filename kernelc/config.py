@@ -15,7 +15,11 @@ class ReduceMode(enum.Enum):
     or for every kernel with `kc.config.reduce_mode`.
 
     Attributes:
-        Direct: One atomic instruction per update (the default).
+        Direct: One atomic instruction per update (the default). Where no kernel option
+            chose a mode, CPU launches still sum small accumulators (arrays `Expand` could
+            copy, holding at most `threads / num_threads` elements in all) in per-worker
+            copies over fixed thread ranges: faster than contended atomics, and the sums
+            repeat from run to run.
         Local: Pre-reduce updates within a SIMD packet or warp, then one atomic per distinct
             element. The backends do not pre-reduce yet: this currently runs as `Direct`.
         Expand: On the CPU, each worker thread updates a private copy of every array that

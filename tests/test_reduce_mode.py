@@ -59,13 +59,29 @@ def histogram_direct(x: kc.array(dtype=int), h: kc.array(dtype=float),
     kc.atomic_max(hi, 0, kc.vec2(float(x[i]), -float(x[i])))
 
 
+@kc.kernel(reduce_mode=kc.ReduceMode.Direct)
+def histogram_atomics(x: kc.array(dtype=int), h: kc.array(dtype=float),
+                      n: kc.array2d(dtype=int), lo: kc.array(dtype=float),
+                      hi: kc.array(dtype=kc.vec2)):
+    i = kc.tid()
+    kc.atomic_add(h, x[i] % 16, 0.25)
+
+
 def test_expand_uses_private_copies_only_where_it_may(monkeypatch):
     monkeypatch.setattr(kc.config, "num_threads", 4)
     _, args = _histogram_inputs(20_000)  # enough threads to run on the workers
     cmd = kc.launch(histogram_expand, 20_000, inputs=args, record_cmd=True)
     assert [(i, kind) for i, kind, _ in cmd.expand.targets] == [
         (1, "add"), (2, "add"), (3, "min"), (4, "max")]
-    assert kc.launch(histogram_direct, 20_000, inputs=args, record_cmd=True).expand is None
+    # The default mode copies only small accumulators, over fixed thread ranges; a kernel
+    # that chose Direct itself gets atomics.
+    default = kc.launch(histogram_direct, 20_000, inputs=args, record_cmd=True).expand
+    assert default.fixed_ranges and [(i, kind) for i, kind, _ in default.targets] == [
+        (1, "add"), (2, "add"), (3, "min"), (4, "max")]
+    big = [args[0], kc.zeros(20_000), *args[2:]]  # 4 copies of h would outweigh the threads
+    assert [i for i, _, _ in kc.launch(histogram_direct, 20_000, inputs=big,
+                                       record_cmd=True).expand.targets] == [2, 3, 4]
+    assert kc.launch(histogram_atomics, 20_000, inputs=args, record_cmd=True).expand is None
     small = kc.launch(histogram_expand, 1000, inputs=args, record_cmd=True)
     assert small.expand is None  # a launch the calling thread runs alone needs no copies
     x = kc.array(np.arange(100_000, dtype=np.int32))

@@ -58,6 +58,28 @@ def deterministic_run(kernel: Any, compiled: Any, args: ctypes.Structure,
     return ExpandedRun(args, values, targets, fixed_ranges=True)
 
 
+def small_targets_run(kernel: Any, compiled: Any, args: ctypes.Structure,
+                      values: Sequence[Any], size: int, overlapping: bool) -> ExpandedRun | None:
+    """The fixed-range private-copy plan of a launch in the default mode, for reduction
+    targets small enough that zeroing and combining a copy per worker costs less than the
+    launch's threads (at most `size` elements in all the copies), or None.
+
+    Contended atomics are slow (a float add is a compare-and-swap loop on x86), and plain
+    adds into private copies are not; fixed ranges also make the sums repeat run to run.
+    """
+    if overlapping:
+        return None
+    targets = reduction_params(kernel, compiled, values)
+    budget = size // config.num_threads
+    small = {}
+    for i, kind in sorted(targets.items(), key=lambda t: values[t[0]].size):
+        budget -= values[i].size
+        if budget < 0:
+            break
+        small[i] = kind
+    return ExpandedRun(args, values, small, fixed_ranges=True) if small else None
+
+
 def single_thread_variant(kernel: Any, compiled: Any, values: Sequence[Any],
                           overlapping: bool, any_mode: bool = False) -> Any:
     """The variant to run when one thread runs a whole `ReduceMode.Expand` launch.
@@ -162,16 +184,12 @@ class ExpandedRun:
                     self.free.put(entry)
 
             pool.run(block, 0, size, 1)
+        # Copy by copy, in copy order: no temporaries, and the same sums every time.
         for k, (_i, kind, view) in enumerate(self.targets):
-            stack = np.stack([own[k] for own in self.copies])
-            if kind == "add":
-                view += stack.sum(axis=0, dtype=view.dtype)
-            elif kind in _BITWISE:
-                _BITWISE[kind](view, _BITWISE[kind].reduce(stack, axis=0), out=view)
-            elif kind == "min":
-                np.minimum(view, stack.min(axis=0), out=view)
-            else:
-                np.maximum(view, stack.max(axis=0), out=view)
+            combine = _COMBINE[kind]
+            for own in self.copies:
+                combine(view, own[k], out=view)
 
 
-_BITWISE = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+_COMBINE = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
+            "or": np.bitwise_or, "xor": np.bitwise_xor}

@@ -307,13 +307,17 @@ class Launch:
         one_thread = runs_inline(self.compiled, self.size) or config.num_threads < 2
         mode = (deterministic_mode(self.kernel) if self.compiled.order_dependent and not one_thread
                 else DeterministicMode.NOT_GUARANTEED)
-        if not (mode or self.kernel.options.get("reduce_mode")
-                or config.reduce_mode is not ReduceMode.Direct):
+        chosen = self.kernel.options.get("reduce_mode") or config.reduce_mode is not ReduceMode.Direct
+        if not (mode or chosen or (self.compiled.order_dependent and not one_thread)):
             return
         from kernelc.runtime import expand
 
         aliased = overlapping(self.values, self.compiled.params)
-        if mode:
+        if not (mode or chosen):
+            # The default mode: small accumulators are cheaper summed in private copies.
+            self.expand = expand.small_targets_run(self.kernel, self.compiled, self.args,
+                                                   self.values, self.size, aliased)
+        elif mode:
             if mode is DeterministicMode.RUN_TO_RUN:
                 self.expand = expand.deterministic_run(self.kernel, self.compiled, self.args,
                                                        self.values, aliased)
