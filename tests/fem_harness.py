@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -84,8 +84,10 @@ def warp_examples_dir() -> Path | None:
 
 def as_warp(text: str) -> str:
     """A programs module's source with its kernelc imports (`import kernelc as wp`,
-    `import kernelc.fem as fem`) turned into Warp's."""
+    `import kernelc.fem as fem`) turned into Warp's, and its imports of other programs
+    modules (`from tests.fem_mesh_programs import ...`) into imports of their Warp copies."""
     text = re.sub(r"^import kernelc as wp$", "import warp as wp", text, flags=re.M)
+    text = re.sub(r"^from tests\.(\w+_programs) import", r"from \1_warp import", text, flags=re.M)
     return re.sub(r"^import kernelc\.fem as fem$", "import warp.fem as fem", text, flags=re.M)
 
 
@@ -158,7 +160,7 @@ class WarpRun:
     """
 
     def __init__(self, folder: Path, programs: Path, scripts: Mapping[str, str],
-                 timeout: float) -> None:
+                 timeout: float, helpers: Sequence[Path] = ()) -> None:
         """Writes the programs' Warp copy and the scripts to `folder` and starts the scripts.
 
         Args:
@@ -166,8 +168,11 @@ class WarpRun:
             programs: The programs module, written for kernelc.
             scripts: Part name to script body (`warp_<part>.py` in `folder`).
             timeout: Seconds `results` waits for each subprocess.
+            helpers: Other programs modules that `programs` imports from (`from
+                tests.<stem> import ...`); their Warp copies are written next to its own.
         """
-        (folder / f"{programs.stem}_warp.py").write_text(as_warp(programs.read_text()))
+        for module in (programs, *helpers):
+            (folder / f"{module.stem}_warp.py").write_text(as_warp(module.read_text()))
         prologue = textwrap.dedent(_WARP_PROLOGUE).format(folder=str(folder), root=str(ROOT))
         self.timeout = timeout
         self.runs = []
@@ -201,12 +206,13 @@ class WarpRun:
 
 @contextlib.contextmanager
 def started_warp_run(tmp_path_factory: pytest.TempPathFactory, basename: str, programs: Path,
-                     scripts: Mapping[str, str], timeout: float) -> Iterator[WarpRun]:
+                     scripts: Mapping[str, str], timeout: float,
+                     helpers: Sequence[Path] = ()) -> Iterator[WarpRun]:
     """A `WarpRun` in a new temporary folder named `basename`, killed on exit; skips the test
     where warp-lang (with its examples) is not installed."""
     if not warp_available() or warp_examples_dir() is None:
         pytest.skip("warp-lang (with its examples) is not installed")
-    run = WarpRun(tmp_path_factory.mktemp(basename), programs, scripts, timeout)
+    run = WarpRun(tmp_path_factory.mktemp(basename), programs, scripts, timeout, helpers)
     try:
         yield run
     finally:

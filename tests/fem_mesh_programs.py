@@ -115,7 +115,7 @@ def normal_energy(s: fem.Sample, domain: fem.Domain):
     return n[2] * n[2] + wp.abs(n[0])
 
 
-def _grid_positions(res: tuple, lo: tuple, hi: tuple) -> np.ndarray:
+def grid_positions(res: tuple, lo: tuple, hi: tuple) -> np.ndarray:
     axes = [np.linspace(a, b, r + 1) for a, b, r in zip(lo, hi, res)]
     grid = np.meshgrid(*axes, indexing="ij")
     return np.stack(grid, axis=-1).reshape(-1, len(res))
@@ -123,7 +123,7 @@ def _grid_positions(res: tuple, lo: tuple, hi: tuple) -> np.ndarray:
 
 def make_trimesh(res=(4, 3), dim: int = 2, dtype=None):
     """A trimesh of [0, 1] x [0, 0.75], its vertices moved (and lifted to a surface in 3-d)."""
-    pos = _grid_positions(res, (0.0, 0.0), (1.0, 0.75))
+    pos = grid_positions(res, (0.0, 0.0), (1.0, 0.75))
     pos[:, 0] += 0.04 * np.sin(7.0 * pos[:, 1]) * pos[:, 0] * (1.0 - pos[:, 0])
     pos[:, 1] += 0.03 * np.cos(5.0 * pos[:, 0]) * pos[:, 1] * (0.75 - pos[:, 1])
     tris = wp.array(fem.utils.grid_to_tris(*res), dtype=int)
@@ -135,13 +135,13 @@ def make_trimesh(res=(4, 3), dim: int = 2, dtype=None):
 
 def make_tetmesh(res=(2, 2, 1)):
     """A tetmesh of [0, 1] x [0, 1] x [0, 0.5], its vertices moved."""
-    pos = _grid_positions(res, (0.0, 0.0, 0.0), (1.0, 1.0, 0.5))
+    pos = grid_positions(res, (0.0, 0.0, 0.0), (1.0, 1.0, 0.5))
     pos += 0.03 * np.sin(5.0 * pos[:, [1, 2, 0]]) * np.cos(3.0 * pos)
     tets = wp.array(fem.utils.grid_to_tets(*res), dtype=int)
     return fem.Tetmesh(tets, wp.array(pos, dtype=wp.vec3))
 
 
-def _scalar_forms(geo, degree: int, out: dict) -> dict:
+def scalar_forms(geo, degree: int, out: dict) -> dict:
     """Matrices and vectors of a scalar space of `degree` on `geo`."""
     space = fem.make_polynomial_space(geo, degree=degree)
     cells, boundary, sides = fem.Cells(geo), fem.BoundarySides(geo), fem.Sides(geo)
@@ -171,7 +171,7 @@ def _scalar_forms(geo, degree: int, out: dict) -> dict:
     return out
 
 
-def _flat_forms(prefix: str, parts: dict, out: dict) -> None:
+def flat_forms(prefix: str, parts: dict, out: dict) -> None:
     for key, value in parts.items():
         if isinstance(value, dict):
             flat(f"{prefix}.{key}", value, out)
@@ -188,7 +188,7 @@ def trimesh_2d() -> dict:
            "perimeter": fem.integrate(one_form, domain=fem.BoundarySides(geo)),
            "tangents": fem.integrate(edge_tangent_energy, domain=fem.Sides(geo))}
     for degree in (1, 2, 3):
-        _flat_forms(f"p{degree}", _scalar_forms(geo, degree, {}), out)
+        flat_forms(f"p{degree}", scalar_forms(geo, degree, {}), out)
     vspace = fem.make_polynomial_space(geo, degree=2, dtype=wp.vec2)
     cells = fem.Cells(geo)
     out["strain"] = block_csr(fem.integrate(
@@ -238,7 +238,7 @@ def tetmesh() -> dict:
            "volume": fem.integrate(one_form, domain=fem.Cells(geo)),
            "surface": fem.integrate(one_form, domain=fem.BoundarySides(geo))}
     for degree in (1, 2):
-        _flat_forms(f"p{degree}", _scalar_forms(geo, degree, {}), out)
+        flat_forms(f"p{degree}", scalar_forms(geo, degree, {}), out)
     vspace = fem.make_polynomial_space(geo, degree=1, dtype=wp.vec3)
     cells = fem.Cells(geo)
     out["curl_div"] = block_csr(fem.integrate(
@@ -253,11 +253,11 @@ def run_all() -> dict:
     parts = {}
     for name, program in (("tri2d", trimesh_2d), ("tri3d", trimesh_3d), ("tet", tetmesh)):
         found = {}
-        _flat_forms(name, program(), found)
+        flat_forms(name, program(), found)
         parts.update(found)
     return parts
 
 
-__all__ = ["make_tetmesh", "make_trimesh", "run_all"]
+__all__ = ["flat_forms", "grid_positions", "make_tetmesh", "make_trimesh", "run_all", "scalar_forms"]
 
 

@@ -2,7 +2,7 @@
 
 Import it as Warp's (`import kernelc.fem as fem`) or reach it as `kc.fem`. A problem is
 written with Warp's names: a geometry (`Grid2D`, `Grid3D`, `Trimesh2D`, `Trimesh3D`,
-`Tetmesh`), a function space on it
+`Tetmesh`, `Quadmesh2D`, `Quadmesh3D`, `Hexmesh`), a function space on it
 (`make_polynomial_space`), integration domains (`Cells`, `BoundarySides`), test and trial
 fields (`make_test`, `make_trial`), `@fem.integrand` functions using the operators
 (`fem.grad`, `fem.normal`, ...), and `integrate`, which returns vectors and `kernelc.sparse`
@@ -32,6 +32,7 @@ from kernelc.fem.field_implicit import ImplicitField, UniformField
 from kernelc.fem.geometry import Geometry
 from kernelc.fem.grid2d import Grid2D
 from kernelc.fem.grid3d import Grid3D
+from kernelc.fem.hexmesh import Hexmesh
 from kernelc.fem.integrand import Integrand, integrand
 from kernelc.fem.integrate import integrate
 from kernelc.fem.interpolate import interpolate
@@ -62,6 +63,7 @@ from kernelc.fem.operators import (
     scalar_type,
 )
 from kernelc.fem.polynomial import Polynomial
+from kernelc.fem.quadmesh import Quadmesh, Quadmesh2D, Quadmesh3D
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
 from kernelc.fem.restriction import SpaceRestriction
 from kernelc.fem.shape import ElementBasis, ShapeFunction, make_element_shape_function
@@ -113,5 +115,5 @@ __all__ = [
     "measure_ratio", "normal", "normalize_dirichlet_projector", "operators", "outer",
     "polynomial", "position", "project_linear_system", "project_system_matrix",
     "project_system_rhs", "scalar_type", "Tetmesh", "Trimesh", "Trimesh2D", "Trimesh3D",
-    "utils",
+    "Hexmesh", "Quadmesh", "Quadmesh2D", "Quadmesh3D", "utils",
 ]

@@ -1,15 +1,16 @@
-"""What the unstructured meshes (`Trimesh2D`, `Trimesh3D`, `Tetmesh`) share: vertex
-positions and cell vertex indices given by the user, sides and edges found on the host with
-NumPy, in Warp's order.
+"""What the unstructured meshes (`Trimesh2D`, `Trimesh3D`, `Tetmesh`, `Quadmesh2D`,
+`Quadmesh3D`, `Hexmesh`) share: vertex positions and cell vertex indices given by the user,
+sides and edges found on the host with NumPy, in Warp's order.
 
-Warp numbers the sub-simplices (edges of triangles, faces and edges of tetrahedra) by their
-smallest vertex, then in the order they are met going through that vertex's cells in
-increasing order, each cell's sub-simplices in their local order. A side's inner cell is
-the first cell met, its outer cell the last one (the same cell for a boundary side), and
-boundary sides are listed in side order.
+Warp numbers the sub-elements (edges of triangles and quadrilaterals, faces and edges of
+tetrahedra and hexahedra) by their smallest vertex, then in the order they are met going
+through that vertex's cells in increasing order, each cell's sub-elements in their local
+order. A side's inner cell is the first cell met, its outer cell the last one (the same cell
+for a boundary side), and boundary sides are listed in side order.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from kernelc.fem.geometry import Geometry
 
 @dataclass(frozen=True)
 class SubSimplices:
-    """The distinct sub-simplices (edges or faces) of a mesh's cells, in Warp's order.
+    """The distinct sub-elements (edges or faces) of a mesh's cells, in Warp's order.
 
     Attributes:
         vertices: (n, k) vertex indices, smallest first, then increasing.
@@ -36,11 +37,12 @@ class SubSimplices:
 
 
 def sub_simplices(cells: np.ndarray, local: list[tuple[int, ...]]) -> SubSimplices:
-    """The distinct sub-simplices spanned by the `local` vertex tuples of each cell.
+    """The distinct sub-elements spanned by the `local` vertex tuples of each cell (two
+    tuples with the same vertices are the same sub-element).
 
     Args:
         cells: (cells, vertices per cell) vertex indices.
-        local: Each sub-simplex of a cell as positions in the cell's vertex list.
+        local: Each sub-element of a cell as positions in the cell's vertex list.
     """
     cell_count, per_cell = cells.shape[0], len(local)
     keys = np.sort(np.stack([cells[:, list(t)] for t in local], axis=1), axis=2)
@@ -66,6 +68,28 @@ def sub_simplices(cells: np.ndarray, local: list[tuple[int, ...]]) -> SubSimplic
                         cell_index=cell_index.reshape(cell_count, per_cell))
 
 
+def orient_edges(positions: np.ndarray, vertices: np.ndarray, inner_centroids: np.ndarray,
+                 cell_normals: np.ndarray | None = None) -> np.ndarray:
+    """Edges (sides of 2-d cells) reversed where needed so that their normal points out of
+    their inner cell, as Warp orients them.
+
+    Args:
+        positions: (vertices, dimension) vertex positions.
+        vertices: (edges, 2) vertex indices of each edge.
+        inner_centroids: (edges, dimension) centroid of each edge's inner cell.
+        cell_normals: (edges, 3) normal of each edge's inner cell, for cells in space; in
+            the plane the edge's normal is its direction turned clockwise.
+    """
+    v0, v1 = positions[vertices[:, 0]], positions[vertices[:, 1]]
+    edge = v1 - v0
+    if cell_normals is None:
+        normal = np.stack([edge[:, 1], -edge[:, 0]], axis=1)
+    else:
+        normal = np.cross(edge, cell_normals)
+    towards_inner = np.einsum("ij,ij->i", inner_centroids - 0.5 * (v0 + v1), normal) > 0.0
+    return np.where(towards_inner[:, None], vertices[:, ::-1], vertices)
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
@@ -73,8 +97,8 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 class Mesh(Geometry):
-    """Base of simplex meshes: cells given by vertex indices, positions by a `kc.array` of
-    vectors (whose length is the geometry's dimension and scalar its precision).
+    """Base of unstructured meshes: cells given by vertex indices, positions by a `kc.array`
+    of vectors (whose length is the geometry's dimension and scalar its precision).
 
     Subclasses set `_CELL_VERTICES`, `_SIDE_LOCAL` (the sides of a cell, as vertex
     positions) and build their funcs in `_bind_funcs`.
@@ -164,8 +188,8 @@ class Mesh(Geometry):
         """(side vertices, side cells) as `kc.array`s of int vectors on `device`."""
         key = str(kc.get_device(device))
         if key not in self._device_arrays:
-            width = self._host_side_vertices.shape[1]
-            side_type = kc.vec2i if width == 2 else kc.vec3i
+            side_type = {2: kc.vec2i, 3: kc.vec3i, 4: kc.vec4i}[
+                self._host_side_vertices.shape[1]]
             self._device_arrays[key] = (
                 kc.array(self._host_side_vertices, dtype=side_type, device=device),
                 kc.array(self._host_side_cells, dtype=kc.vec2i, device=device))
@@ -186,13 +210,37 @@ class Mesh(Geometry):
             arg = self.SideArg()
             arg.cell_arg = self.cell_arg_value(device)
             arg.side_vertices, arg.side_cells = self._topology_arrays(device)
+            self._fill_side_arg(arg, device)
             self._args[key] = arg
         return self._args[key]
+
+    def _fill_side_arg(self, arg: Any, device: Any) -> None:
+        """Sets the fields of the side argument that only some meshes have."""
 
     def _bind(self, funcs: Any) -> None:
         self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
         for name in self.CELL_FUNCS + self.SIDE_FUNCS + ("cell_lookup",):
             setattr(self, name, getattr(funcs, name))
+
+
+class CellEdges:
+    """The edges of a mesh of 3-d cells (`Tetmesh`, `Hexmesh`), numbered as its sides are
+    (see the module's docstring); mixed into a `Mesh` that sets `_EDGE_LOCAL`."""
+
+    _EDGE_LOCAL: list[tuple[int, int]]
+    _host_cells: np.ndarray
+
+    @cached_property
+    def _edges(self) -> SubSimplices:
+        return sub_simplices(self._host_cells.astype(np.int64), self._EDGE_LOCAL)
+
+    def edge_count(self) -> int:
+        """Number of edges."""
+        return int(self._edges.vertices.shape[0])
+
+    def host_cell_edges(self) -> np.ndarray:
+        """(cells, edges per cell) edge index of each local edge of each cell."""
+        return self._edges.cell_index
 
 
 def _as_positions(positions: Any) -> Any:
@@ -214,12 +262,17 @@ def mesh_struct(name: str, fields: dict[str, Any]) -> type:
 
 
 def side_cell_funcs(SideArg: type, Coords: type, inverse_gradient: Any, side_measure: Any,
-                    cell_measure: Any, inner_cell: Any, outer_cell: Any) -> dict[str, Any]:
-    """The side funcs every simplex mesh defines alike from its cell funcs: the inverse
-    deformation gradients seen from the inner and outer cell (called with the sample
-    moved to that cell, see `field_eval.py`), and the side's measure over the smaller of
-    its two cells' measures."""
+                    cell_measure: Any, inner_cell: Any, outer_cell: Any,
+                    inner_coords: Any = None, outer_coords: Any = None) -> dict[str, Any]:
+    """The side funcs every mesh defines alike from its cell funcs: the inverse deformation
+    gradients seen from the inner and outer cell (called with the sample moved to that
+    cell, see `field_eval.py`), and the side's measure over the smaller of its two cells'
+    measures. Simplices have constant cell measures; meshes whose cell measures vary
+    (quadrilaterals, hexahedra) pass `inner_coords` / `outer_coords`, the side-to-cell
+    coordinate maps, so that the cells are measured at the side's point, as in Warp."""
     from kernelc.fem.types import make_free_sample
+
+    at_point = inner_coords is not None
 
     @kc.func
     def side_inner_inverse_deformation_gradient(arg: SideArg, cell_s: Any):
@@ -231,8 +284,14 @@ def side_cell_funcs(SideArg: type, Coords: type, inverse_gradient: Any, side_mea
 
     @kc.func
     def side_measure_ratio(arg: SideArg, s: Any):
-        inner = make_free_sample(inner_cell(arg, s.element_index), Coords())
-        outer = make_free_sample(outer_cell(arg, s.element_index), Coords())
+        side = s.element_index
+        inner_at = Coords()
+        outer_at = Coords()
+        if kc.static(at_point):
+            inner_at = inner_coords(arg, side, s.element_coords)
+            outer_at = outer_coords(arg, side, s.element_coords)
+        inner = make_free_sample(inner_cell(arg, side), inner_at)
+        outer = make_free_sample(outer_cell(arg, side), outer_at)
         return side_measure(arg, s) / kc.min(cell_measure(arg.cell_arg, inner),
                                              cell_measure(arg.cell_arg, outer))
 

@@ -1,6 +1,19 @@
-"""Tensor-product Lagrange shape functions on the reference cube (Q_k; Warp's
-`CubeTripolynomialShapeFunctions`). Node n is (i, j, k) on the 1-D node grid with
-n = (i * (k + 1) + j) * (k + 1) + k, the last axis fastest."""
+"""Shape functions on the reference cube: tensor-product Lagrange (Q_k; Warp's
+`CubeTripolynomialShapeFunctions`) and serendipity (S_2, S_3; Warp's
+`CubeSerendipityShapeFunctions`).
+
+Node orders are Warp's, since global node numbers are built from them:
+- Q_k: node n is (i, j, k) on the 1-D node grid with n = (i * (k + 1) + j) * (k + 1) + k,
+  the last axis fastest;
+- S_k: the 8 vertices ((n // 4) k, (n // 2 % 2) k, (n % 2) k), then edge nodes: node
+  8 + 3 e + a lies on an edge along axis a, the (e % 4)-th such edge, at position e // 4
+  along it.
+
+Node kinds (`node_types`) are Warp's too: a vertex is numbered 4 x + 2 y + z; an edge along
+x is numbered 2 y + z, along y 4 + 2 z + x, along z 8 + 2 x + y (x, y, z being 0 or 1 at
+the low or high end); a face normal to axis a is 2 a at the low end, 2 a + 1 at the high
+end, its nodes numbered along the two other axes in cyclic order (y z, z x, x y).
+"""
 
 from functools import cache
 from typing import Any
@@ -12,6 +25,8 @@ from kernelc.fem.element import Element
 from kernelc.fem.polynomial import Polynomial, is_closed
 from kernelc.fem.shape import ElementBasis, ShapeFunction
 from kernelc.fem.types import vec_type
+
+VERTEX, EDGE, FACE, INTERIOR = 0, 1, 2, 3  # node kinds (Warp's `CubeShapeFunction`)
 
 
 class CubeTripolynomialShapeFunctions(ShapeFunction):
@@ -46,6 +61,14 @@ class CubeTripolynomialShapeFunctions(ShapeFunction):
         ijk = self.node_lobatto_indices()
         w = self.lobatto_weights.astype(self.np_scalar)
         return w[ijk[:, 0]] * w[ijk[:, 1]] * w[ijk[:, 2]]
+
+    def node_types(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node: kind (VERTEX, EDGE, FACE, INTERIOR), which vertex, edge or face of the
+        cube (see the module's docstring), and index among that one's nodes."""
+        n = self.NODES_PER_ELEMENT
+        if not is_closed(self.family):  # every node is interior to its cell
+            return np.full(n, INTERIOR), np.zeros(n, dtype=np.int64), np.arange(n)
+        return cube_node_types(self.node_lobatto_indices(), self.ORDER)
 
     def trace_node_quadrature_weights(self) -> np.ndarray:
         # Warp's rule: the product of the weights along the two axes other than the first
@@ -98,10 +121,38 @@ def _tripolynomial_funcs(order: int, coords: tuple, scales: tuple, scalar: Any):
     return weight, weight_gradient
 
 
+def cube_node_types(ijk: np.ndarray, order: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kind, instance, index) of nodes at positions `ijk` (N, 3) on the 1-D node grid of
+    `order`, in Warp's classification (the module's docstring)."""
+    i, j, k = ijk.T
+    hi = (ijk == order).astype(np.int64)
+    ends = (ijk == 0) | (ijk == order)
+    m = order - 1
+    count = ends.sum(axis=1)
+    kind = np.array([INTERIOR, FACE, EDGE, VERTEX])[count]
+    ei, ej, _ = ends.T
+    hi_i, hi_j, hi_k = hi.T
+    edge_instance = np.where(~ei, 2 * hi_j + hi_k, np.where(~ej, 4 + 2 * hi_k + hi_i,
+                                                              8 + 2 * hi_i + hi_j))
+    edge_index = np.where(~ei, i, np.where(~ej, j, k)) - 1
+    face_instance = np.where(ei, hi_i, np.where(ej, 2 + hi_j, 4 + hi_k))
+    face_index = np.where(ei, (j - 1) * m + k - 1,
+                          np.where(ej, (k - 1) * m + i - 1, (i - 1) * m + j - 1))
+    instance = np.select([kind == VERTEX, kind == EDGE, kind == FACE],
+                         [4 * hi_i + 2 * hi_j + hi_k, edge_instance, face_instance], 0)
+    index = np.select([kind == VERTEX, kind == EDGE, kind == FACE],
+                      [0, edge_index, face_index], ((i - 1) * m + j - 1) * m + k - 1)
+    return kind, instance, index
+
+
 def make_cube_shape(degree: int, element_basis: ElementBasis, family: Polynomial,
                     scalar_type: Any) -> ShapeFunction:
-    """The Lagrange shape functions of `degree` on cubes (others are not supported yet)."""
-    if element_basis != ElementBasis.LAGRANGE:
-        raise NotImplementedError(f"{element_basis.name} shape functions on cubes are not "
-                                  "supported yet")
-    return CubeTripolynomialShapeFunctions(degree, family, scalar_type)
+    """The Lagrange or serendipity shape functions of `degree` on cubes."""
+    if element_basis == ElementBasis.LAGRANGE:
+        return CubeTripolynomialShapeFunctions(degree, family, scalar_type)
+    if element_basis == ElementBasis.SERENDIPITY:
+        from kernelc.fem.shape_cube_serendipity import CubeSerendipityShapeFunctions
+
+        return CubeSerendipityShapeFunctions(degree, family, scalar_type)
+    raise NotImplementedError(f"{element_basis.name} shape functions on cubes are not "
+                              "supported yet")

@@ -8,7 +8,7 @@ spaces) are numbered the same way, a cell's six edges being (0, 1), (1, 2), (2, 
 (1, 3), (2, 3).
 """
 
-from functools import cache, cached_property
+from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
@@ -16,14 +16,7 @@ import numpy as np
 
 import kernelc as kc
 from kernelc.fem.element import Element
-from kernelc.fem.mesh import (
-    Mesh,
-    SubSimplices,
-    closest_cell_lookup,
-    mesh_struct,
-    side_cell_funcs,
-    sub_simplices,
-)
+from kernelc.fem.mesh import CellEdges, Mesh, closest_cell_lookup, mesh_struct, side_cell_funcs
 from kernelc.fem.shape_simplex import TET_EDGES
 from kernelc.fem.types import OUTSIDE, coords_type, vec_type
 from kernelc.frontend.decorators import Func
@@ -31,7 +24,7 @@ from kernelc.frontend.decorators import Func
 _TET_FACES = [(0, 1, 2), (1, 2, 3), (2, 3, 0), (3, 0, 1)]
 
 
-class Tetmesh(Mesh):
+class Tetmesh(CellEdges, Mesh):
     """A tetrahedral mesh.
 
     Args:
@@ -44,6 +37,7 @@ class Tetmesh(Mesh):
     _CELL_VERTICES = 4
     _SIDE_LOCAL = _TET_FACES
     _DIMENSIONS = (3,)
+    _EDGE_LOCAL = TET_EDGES
     dimension = 3
 
     def __init__(self, tet_vertex_indices: Any, positions: Any, build_bvh: bool = False,
@@ -57,18 +51,6 @@ class Tetmesh(Mesh):
 
     def reference_side(self) -> Element:
         return Element.TRIANGLE
-
-    @cached_property
-    def _edges(self) -> SubSimplices:
-        return sub_simplices(self._host_cells.astype(np.int64), TET_EDGES)
-
-    def edge_count(self) -> int:
-        """Number of edges."""
-        return int(self._edges.vertices.shape[0])
-
-    def host_cell_edges(self) -> np.ndarray:
-        """(cells, 6) edge index of each local edge of each cell."""
-        return self._edges.cell_index
 
     @property
     def face_vertex_indices(self) -> Any:

@@ -10,6 +10,9 @@ Grid numberings are Warp's:
   on the global node grid: node (x, y) is x * (res[1] * k + 1) + y, (x, y, z) likewise;
 - other bases (serendipity, ...) number vertex nodes first (vertex-major), then interior
   nodes (cell-major), then side / edge / face nodes (by side index).
+
+Mesh numberings: `topology_mesh.py` (triangles, tetrahedra), `topology_quadhex.py`
+(quadrilaterals, hexahedra).
 """
 
 from functools import cached_property
@@ -179,6 +182,9 @@ def make_topology(geometry: Geometry, shape: ShapeFunction,
 
     if isinstance(geometry, Mesh):
         from kernelc.fem.topology_mesh import SimplexMeshTopology
+        from kernelc.fem.topology_quadhex import HexmeshTopology, QuadmeshTopology
 
-        return SimplexMeshTopology(geometry, shape)
+        topology = {"SQUARE": QuadmeshTopology, "CUBE": HexmeshTopology}.get(
+            geometry.reference_cell().name, SimplexMeshTopology)
+        return topology(geometry, shape)
     raise NotImplementedError(f"function spaces on {geometry.name} are not supported yet")

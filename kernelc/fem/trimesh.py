@@ -16,7 +16,13 @@ import numpy as np
 
 import kernelc as kc
 from kernelc.fem.element import Element
-from kernelc.fem.mesh import Mesh, closest_cell_lookup, mesh_struct, side_cell_funcs
+from kernelc.fem.mesh import (
+    Mesh,
+    closest_cell_lookup,
+    mesh_struct,
+    orient_edges,
+    side_cell_funcs,
+)
 from kernelc.fem.types import OUTSIDE, coords_type, make_free_sample, vec_type
 from kernelc.frontend.decorators import Func
 
@@ -65,17 +71,11 @@ class Trimesh(Mesh):
         return self._topology_arrays(None)[1]
 
     def _orient_sides(self, vertices: np.ndarray, inner: np.ndarray) -> np.ndarray:
-        pos = self.host_positions()
-        v0, v1 = pos[vertices[:, 0]], pos[vertices[:, 1]]
-        edge = v1 - v0
-        if self.dimension == 2:
-            normal = np.stack([edge[:, 1], -edge[:, 0]], axis=1)
-        else:
-            tri = pos[self._host_cells[inner]]
-            normal = np.cross(edge, np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]))
-        towards_inner = np.einsum("ij,ij->i", self._centroids(inner) - 0.5 * (v0 + v1),
-                                  normal) > 0.0
-        return np.where(towards_inner[:, None], vertices[:, ::-1], vertices)
+        normals = None
+        if self.dimension == 3:
+            tri = self.host_positions()[self._host_cells[inner]]
+            normals = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+        return orient_edges(self.host_positions(), vertices, self._centroids(inner), normals)
 
     def host_cell_positions(self, coords: np.ndarray) -> np.ndarray:
         """(cells, points, dimension) world positions of barycentric `coords` (points, 3)."""
