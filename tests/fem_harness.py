@@ -70,6 +70,24 @@ def prefixed(parts: Mapping[str, dict]) -> dict:
     return out
 
 
+def assert_results_match(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray],
+                         tolerance: float = 1e-5) -> None:
+    """kernelc's results `got` have Warp's `want` keys, shapes and dtypes; integer arrays
+    (topology, offsets, columns) are equal, the others within `tolerance` of their largest
+    magnitude (float rounding)."""
+    assert want and set(want) == set(got)
+    for key, expected in want.items():
+        value = np.asarray(got[key])
+        assert value.shape == expected.shape, key
+        assert value.dtype == expected.dtype, key
+        if expected.dtype.kind in "iu":
+            np.testing.assert_array_equal(value, expected, err_msg=key)
+            continue
+        scale = float(np.abs(expected).max()) if expected.size else 0.0
+        np.testing.assert_allclose(value, expected, rtol=0, atol=tolerance * scale + 1e-12,
+                                   err_msg=key)
+
+
 # ---- source rewrites -----------------------------------------------------------------------
 
 

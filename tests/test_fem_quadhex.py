@@ -88,17 +88,7 @@ def kc_examples(tmp_path_factory):
 
 def test_quadhex_programs_match_warp(kc_programs, warp_run):
     want = {k: v for k, v in warp_run.results().items() if not k.startswith("ex.")}
-    assert want and set(want) == set(kc_programs)
-    for key, expected in want.items():
-        got = np.asarray(kc_programs[key])
-        assert got.shape == expected.shape, key
-        assert got.dtype == expected.dtype, key
-        if expected.dtype.kind in "iu":  # topology, offsets and columns: exactly Warp's
-            np.testing.assert_array_equal(got, expected, err_msg=key)
-            continue
-        scale = float(np.abs(expected).max()) if expected.size else 0.0
-        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * scale + 1e-12,
-                                   err_msg=key)
+    H.assert_results_match(kc_programs, want)
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))

@@ -20,7 +20,8 @@ import kernelc as kc
 from kernelc.fem.element import Element
 from kernelc.fem.lookup import tensor_cell_lookup
 from kernelc.fem.mesh import Mesh, mesh_struct, orient_edges, side_cell_funcs
-from kernelc.fem.types import OUTSIDE, coords_type, make_free_sample, vec_type
+from kernelc.fem.mesh2d import cell_gradient_funcs, edge_side_funcs
+from kernelc.fem.types import OUTSIDE, coords_type, vec_type
 from kernelc.frontend.decorators import Func
 
 QUAD_EDGES = [(0, 1), (1, 2), (2, 3), (3, 0)]
@@ -115,7 +116,6 @@ def _quadmesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
     Corners = kc.types.matrix(shape=(4, 2), dtype=kc.int32)
     corner_table = Corners(*QUAD_CORNERS.reshape(-1).tolist())
     zero, one = scalar(0.0), scalar(1.0)
-    planar = dim == 2
 
     @kc.func
     def corner(arg: CellArg, cell: int, k: int):
@@ -140,75 +140,7 @@ def _quadmesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
                 + kc.outer(corner(arg, cell, 2), vec2(p[1], p[0]))
                 + kc.outer(corner(arg, cell, 3), vec2(-p[1], m[0])))
 
-    # Planar and surface meshes differ in how the (dim x 2) deformation gradient is
-    # measured and inverted (a surface's pseudo-inverse), and in their cells' normals.
-    @kc.func
-    def planar_inverse_gradient(arg: CellArg, s: Any):
-        return kc.inverse(cell_deformation_gradient(arg, s))
-
-    @kc.func
-    def surface_inverse_gradient(arg: CellArg, s: Any):
-        F = cell_deformation_gradient(arg, s)
-        Ft = kc.transpose(F)
-        return kc.inverse(Ft * F) * Ft
-
-    @kc.func
-    def planar_measure(arg: CellArg, s: Any):
-        return kc.abs(kc.determinant(cell_deformation_gradient(arg, s)))
-
-    @kc.func
-    def surface_cross(arg: CellArg, s: Any):
-        Ft = kc.transpose(cell_deformation_gradient(arg, s))
-        return kc.cross(Ft[0], Ft[1])
-
-    @kc.func
-    def surface_measure(arg: CellArg, s: Any):
-        return kc.length(surface_cross(arg, s))
-
-    @kc.func
-    def planar_normal(arg: CellArg, s: Any):
-        return vec(zero)
-
-    @kc.func
-    def surface_normal(arg: CellArg, s: Any):
-        return kc.normalize(surface_cross(arg, s))
-
-    cell_inverse_deformation_gradient = planar_inverse_gradient if planar else \
-        surface_inverse_gradient
-    cell_measure = planar_measure if planar else surface_measure
-    cell_normal = planar_normal if planar else surface_normal
-
-    @kc.func
-    def side_to_cell_arg(arg: SideArg):
-        return arg.cell_arg
-
-    @kc.func
-    def edge_ends(arg: SideArg, side: int):
-        v = arg.side_vertices[side]
-        return arg.cell_arg.positions[v[0]], arg.cell_arg.positions[v[1]]
-
-    @kc.func
-    def side_position(arg: SideArg, s: Any):
-        v0, v1 = edge_ends(arg, s.element_index)
-        t = s.element_coords[0]
-        return (one - t) * v0 + t * v1
-
-    @kc.func
-    def side_deformation_gradient(arg: SideArg, s: Any):
-        v0, v1 = edge_ends(arg, s.element_index)
-        return v1 - v0
-
-    @kc.func
-    def side_measure(arg: SideArg, s: Any):
-        return kc.length(side_deformation_gradient(arg, s))
-
-    @kc.func
-    def side_inner_cell_index(arg: SideArg, side_index: int):
-        return arg.side_cells[side_index][0]
-
-    @kc.func
-    def side_outer_cell_index(arg: SideArg, side_index: int):
-        return arg.side_cells[side_index][1]
+    cell_funcs = cell_gradient_funcs(CellArg, cell_deformation_gradient, scalar, dim, 1.0)
 
     @kc.func
     def edge_in_cell(arg: SideArg, side_index: int, cell: int):
@@ -240,16 +172,6 @@ def _quadmesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
         return out
 
     @kc.func
-    def side_inner_cell_coords(arg: SideArg, side_index: int, side_coords: Any):
-        return edge_to_cell_coords(arg, side_index, side_inner_cell_index(arg, side_index),
-                                   side_coords)
-
-    @kc.func
-    def side_outer_cell_coords(arg: SideArg, side_index: int, side_coords: Any):
-        return edge_to_cell_coords(arg, side_index, side_outer_cell_index(arg, side_index),
-                                   side_coords)
-
-    @kc.func
     def side_from_cell_coords(arg: SideArg, side_index: int, cell_index: int,
                               cell_coords: Any):
         # The edge coordinate of a point of the cell, or OUTSIDE when it is off the edge.
@@ -267,26 +189,15 @@ def _quadmesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
             return Coords(t, zero, zero)
         return Coords(scalar(OUTSIDE))
 
-    @kc.func
-    def planar_side_normal(arg: SideArg, s: Any):
-        e = side_deformation_gradient(arg, s)
-        return kc.normalize(vec2(e[1], -e[0]))
-
-    @kc.func
-    def surface_side_normal(arg: SideArg, s: Any):
-        # in the surface: the edge crossed with the inner cell's normal at the point
-        side = s.element_index
-        cell = make_free_sample(side_inner_cell_index(arg, side),
-                                side_inner_cell_coords(arg, side, s.element_coords))
-        return kc.normalize(kc.cross(side_deformation_gradient(arg, s),
-                                     surface_normal(arg.cell_arg, cell)))
-
-    side_normal = planar_side_normal if planar else surface_side_normal
-
-    shared = side_cell_funcs(SideArg, Coords, cell_inverse_deformation_gradient, side_measure,
-                             cell_measure, side_inner_cell_index, side_outer_cell_index,
-                             side_inner_cell_coords, side_outer_cell_coords)
+    side_funcs = edge_side_funcs(SideArg, cell_funcs["cell_normal"], edge_to_cell_coords,
+                                 scalar, dim)
+    inverse_gradient = cell_funcs["cell_inverse_deformation_gradient"]
+    shared = side_cell_funcs(SideArg, Coords, inverse_gradient, side_funcs["side_measure"],
+                             cell_funcs["cell_measure"], side_funcs["side_inner_cell_index"],
+                             side_funcs["side_outer_cell_index"],
+                             side_funcs["side_inner_cell_coords"],
+                             side_funcs["side_outer_cell_coords"])
     cell_lookup = tensor_cell_lookup(CellArg, cell_position, cell_deformation_gradient,
-                                     cell_inverse_deformation_gradient, 2, scalar)
+                                     inverse_gradient, 2, scalar)
     funcs = {k: v for k, v in locals().items() if k in ("CellArg", "SideArg") or isinstance(v, Func)}
-    return SimpleNamespace(**funcs, **shared)
+    return SimpleNamespace(**funcs, **cell_funcs, **side_funcs, **shared)

@@ -23,7 +23,8 @@ from kernelc.fem.mesh import (
     orient_edges,
     side_cell_funcs,
 )
-from kernelc.fem.types import OUTSIDE, coords_type, make_free_sample, vec_type
+from kernelc.fem.mesh2d import cell_gradient_funcs, edge_side_funcs
+from kernelc.fem.types import OUTSIDE, coords_type, vec_type
 from kernelc.frontend.decorators import Func
 
 _TRIANGLE_EDGES = [(0, 1), (1, 2), (2, 0)]
@@ -95,7 +96,6 @@ class Trimesh3D(Trimesh):
 def _trimesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
     """Argument structs and device funcs of triangle meshes of `dim`-vectors of `scalar`."""
     vec = vec_type(dim, scalar)
-    vec2 = vec_type(2, scalar)
     Coords = coords_type(scalar)
     suffix = f"{dim}d" + ("" if scalar == kc.float32 else "_f64")
     CellArg = mesh_struct(f"TrimeshCellArg{suffix}", {
@@ -103,8 +103,6 @@ def _trimesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
     SideArg = mesh_struct(f"TrimeshSideArg{suffix}", {
         "cell_arg": CellArg, "side_vertices": kc.array(dtype=kc.vec2i),
         "side_cells": kc.array(dtype=kc.vec2i)})
-    half = scalar(0.5)
-    planar = dim == 2
 
     @kc.func
     def corners(arg: CellArg, cell: int):
@@ -123,89 +121,7 @@ def _trimesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
         p0, p1, p2 = corners(arg, s.element_index)
         return kc.matrix_from_cols(p1 - p0, p2 - p0)
 
-    # Planar and surface meshes differ in how the (dim x 2) deformation gradient is
-    # measured and inverted (a surface's pseudo-inverse), and in their cells' normals.
-    @kc.func
-    def planar_inverse_gradient(arg: CellArg, s: Any):
-        return kc.inverse(cell_deformation_gradient(arg, s))
-
-    @kc.func
-    def surface_inverse_gradient(arg: CellArg, s: Any):
-        F = cell_deformation_gradient(arg, s)
-        Ft = kc.transpose(F)
-        return kc.inverse(Ft * F) * Ft
-
-    @kc.func
-    def planar_measure(arg: CellArg, s: Any):
-        return kc.abs(kc.determinant(cell_deformation_gradient(arg, s))) * half
-
-    @kc.func
-    def surface_cross(arg: CellArg, s: Any):
-        Ft = kc.transpose(cell_deformation_gradient(arg, s))
-        return kc.cross(Ft[0], Ft[1])
-
-    @kc.func
-    def surface_measure(arg: CellArg, s: Any):
-        return kc.length(surface_cross(arg, s)) * half
-
-    @kc.func
-    def planar_normal(arg: CellArg, s: Any):
-        return vec(scalar(0.0))
-
-    @kc.func
-    def surface_normal(arg: CellArg, s: Any):
-        return kc.normalize(surface_cross(arg, s))
-
-    cell_inverse_deformation_gradient = planar_inverse_gradient if planar else \
-        surface_inverse_gradient
-    cell_measure = planar_measure if planar else surface_measure
-    cell_normal = planar_normal if planar else surface_normal
-
-    @kc.func
-    def side_to_cell_arg(arg: SideArg):
-        return arg.cell_arg
-
-    @kc.func
-    def edge_ends(arg: SideArg, side: int):
-        v = arg.side_vertices[side]
-        return arg.cell_arg.positions[v[0]], arg.cell_arg.positions[v[1]]
-
-    @kc.func
-    def side_position(arg: SideArg, s: Any):
-        v0, v1 = edge_ends(arg, s.element_index)
-        t = s.element_coords[0]
-        return (scalar(1.0) - t) * v0 + t * v1
-
-    @kc.func
-    def side_deformation_gradient(arg: SideArg, s: Any):
-        v0, v1 = edge_ends(arg, s.element_index)
-        return v1 - v0
-
-    @kc.func
-    def side_measure(arg: SideArg, s: Any):
-        return kc.length(side_deformation_gradient(arg, s))
-
-    @kc.func
-    def side_inner_cell_index(arg: SideArg, side_index: int):
-        return arg.side_cells[side_index][0]
-
-    @kc.func
-    def side_outer_cell_index(arg: SideArg, side_index: int):
-        return arg.side_cells[side_index][1]
-
-    @kc.func
-    def planar_side_normal(arg: SideArg, s: Any):
-        e = side_deformation_gradient(arg, s)
-        return kc.normalize(vec2(e[1], -e[0]))
-
-    @kc.func
-    def surface_side_normal(arg: SideArg, s: Any):
-        # in the surface: the edge crossed with the inner triangle's normal
-        e = side_deformation_gradient(arg, s)
-        cell = make_free_sample(side_inner_cell_index(arg, s.element_index), Coords())
-        return kc.normalize(kc.cross(e, surface_normal(arg.cell_arg, cell)))
-
-    side_normal = planar_side_normal if planar else surface_side_normal
+    cell_funcs = cell_gradient_funcs(CellArg, cell_deformation_gradient, scalar, dim, 0.5)
 
     @kc.func
     def edge_to_cell_coords(arg: SideArg, side_index: int, cell: int, side_coords: Any):
@@ -219,16 +135,6 @@ def _trimesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
             elif tri[cell, k] == edge[1]:
                 out[k] = t
         return out
-
-    @kc.func
-    def side_inner_cell_coords(arg: SideArg, side_index: int, side_coords: Any):
-        return edge_to_cell_coords(arg, side_index, side_inner_cell_index(arg, side_index),
-                                   side_coords)
-
-    @kc.func
-    def side_outer_cell_coords(arg: SideArg, side_index: int, side_coords: Any):
-        return edge_to_cell_coords(arg, side_index, side_outer_cell_index(arg, side_index),
-                                   side_coords)
 
     @kc.func
     def side_from_cell_coords(arg: SideArg, side_index: int, cell_index: int,
@@ -247,9 +153,12 @@ def _trimesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
             return Coords(cell_coords[end], scalar(0.0), scalar(0.0))
         return Coords(scalar(OUTSIDE))
 
-    shared = side_cell_funcs(SideArg, Coords, cell_inverse_deformation_gradient, side_measure,
-                             cell_measure, side_inner_cell_index, side_outer_cell_index)
-    cell_lookup = closest_cell_lookup(CellArg, cell_position, cell_inverse_deformation_gradient,
-                                      True, scalar)
+    side_funcs = edge_side_funcs(SideArg, cell_funcs["cell_normal"], edge_to_cell_coords,
+                                 scalar, dim)
+    inverse_gradient = cell_funcs["cell_inverse_deformation_gradient"]
+    shared = side_cell_funcs(SideArg, Coords, inverse_gradient, side_funcs["side_measure"],
+                             cell_funcs["cell_measure"], side_funcs["side_inner_cell_index"],
+                             side_funcs["side_outer_cell_index"])
+    cell_lookup = closest_cell_lookup(CellArg, cell_position, inverse_gradient, True, scalar)
     funcs = {k: v for k, v in locals().items() if k in ("CellArg", "SideArg") or isinstance(v, Func)}
-    return SimpleNamespace(**funcs, **shared)
+    return SimpleNamespace(**funcs, **cell_funcs, **side_funcs, **shared)
