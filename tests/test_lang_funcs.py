@@ -102,6 +102,22 @@ def test_generic_kernel_overloads(dtype, rng):
     np.testing.assert_allclose(out.numpy(), (2 * a * a).astype(dtype), rtol=1e-6)
 
 
+HALF64 = kc.float64(0.5)  # a host float64 scalar: keeps its type in kernels, as in Warp
+
+
+@kc.kernel
+def float64_globals(c: kc.array(dtype=int), out: kc.array(dtype=kc.float64)):
+    one = HALF64 + HALF64
+    out[0] = kc.where(c[0] > 0, one, -one) + kc.float64(1e-12)
+    out[1] = HALF64 * kc.float64(c[0])
+
+
+def test_host_float64_scalars_stay_float64():
+    out = poisoned(2, np.float64)
+    kc.launch(float64_globals, 1, inputs=[kc.array([3], dtype=int), out])
+    assert out.numpy().tolist() == [1.0 + 1e-12, 1.5]  # 1e-12 survives only in float64
+
+
 def test_each_specialisation_compiles_once(rng):
     @kc.kernel
     def negate(a: kc.array(dtype=typing.Any)):

@@ -88,6 +88,11 @@ class ExprLowering:
 
     def from_python(self, value: Any, node: ast.AST):
         """A Python value met in a kernel: literals become (weak) constants."""
+        if isinstance(value, np.generic) and not isinstance(value, np.void):
+            # First: np.float64 (what `kc.float64(1.0)` gives on the host) is also a Python
+            # float, but keeps its own type, as Warp's float64 scalars do.
+            t = T.from_numpy_dtype(value.dtype)
+            return Val(self.b.const(value.item(), t), const=value.item())
         if isinstance(value, bool):
             return Val(self.b.const(value, T.bool_), const=value)
         if isinstance(value, int):
@@ -95,9 +100,6 @@ class ExprLowering:
             return Val(self.b.const(value, t), weak=True, const=value)
         if isinstance(value, float):
             return Val(self.b.const(value, T.float32), weak=True, const=value)
-        if isinstance(value, np.generic) and not isinstance(value, np.void):
-            t = T.from_numpy_dtype(value.dtype)
-            return Val(self.b.const(value.item(), t), const=value.item())
         if isinstance(value, tuple):
             return TupleVal(tuple(self.from_python(v, node) for v in value))
         if isinstance(value, np.ndarray):
