@@ -254,8 +254,13 @@ def test_bad_calls_raise():
     space, test, trial = _space_and_fields()
     with pytest.raises(ValueError, match="Missing arguments"):
         fem.integrate(P.stiffness_form, fields={"u": trial, "v": test})
+    # as in Warp, a field no parameter takes is left out; one given to a value is an error
+    np.testing.assert_array_equal(
+        fem.integrate(P.value_form, fields={"v": test, "w": test}).numpy(),
+        fem.integrate(P.value_form, fields={"v": test}).numpy())
     with pytest.raises(ValueError, match="does not match"):
-        fem.integrate(P.value_form, fields={"v": test, "w": test})
+        fem.integrate(P.stiffness_form, fields={"u": trial, "v": test, "nu": test},
+                      values={"nu": 1.0})
     with pytest.raises(ValueError, match="nodal"):
         quadrature = fem.RegularQuadrature(fem.Cells(space.geometry), order=2)
         fem.integrate(P.value_form, fields={"v": test}, quadrature=quadrature,

@@ -32,7 +32,7 @@ def needed(s: ir.Stmt) -> tuple[ir.Value, ...]:
         if s.opcode in _NEEDS_ALL:
             return s.args
         if s.opcode is OpCode.SELECT:
-            return s.args[:1]
+            return s.args if s.attr == ir.TIES_TO_OTHER else s.args[:1]
         if s.opcode is OpCode.ARRAY_LOAD:
             return s.args
         if s.opcode in (OpCode.EXTRACT_DYN, OpCode.INSERT_DYN):
@@ -85,7 +85,8 @@ def _scaled(ad, g: ir.Value, factor: ir.Value) -> ir.Value:
 
 
 def _when(ad, cond: ir.Value, g: ir.Value) -> ir.Value:
-    return _op(ad, OpCode.SELECT, (cond, g, _c(ad, 0, g.type)), g.type)
+    # zero() builds vectors and matrices from scalar zeros (a CONST is scalar only).
+    return _op(ad, OpCode.SELECT, (cond, g, zero(ad.b, g.type)), g.type)
 
 
 # -- scalar calls: d(result)/d(x) as a function of (ad, x, result) ------------------------------
@@ -215,6 +216,9 @@ def apply(ad, s: ir.Op, g: ir.Value) -> None:
             ad.acc(a[1], _scaled(ad, g, _mul(ad, _call(ad, "log", x), ad.val(s.result))))
     elif op is OpCode.SELECT:
         cond = ad.val(a[0])
+        if s.attr == ir.TIES_TO_OTHER:  # min / max: a tie's gradient goes to the other
+            differs = _op(ad, OpCode.NE, (ad.val(a[1]), ad.val(a[2])), T.bool_)
+            cond = _op(ad, OpCode.SELECT, (cond, differs, cond), T.bool_)
         ad.acc(a[1], _when(ad, cond, g))
         ad.acc(a[2], _op(ad, OpCode.SELECT, (cond, zero(b, g.type), g), g.type))
     elif op is OpCode.LOAD_SLOT:

@@ -14,7 +14,7 @@ from kernelc.builtins.registry import (
     same_rule,
     unify,
 )
-from kernelc.ir.nodes import OpCode
+from kernelc.ir.nodes import TIES_TO_OTHER, OpCode
 
 
 def _float_rule(n: int):
@@ -96,7 +96,9 @@ register("sign", "scalar math", "-1 if x < 0, else 1.",
 
 def _min_max(order: OpCode):
     """Warp's float min/max ignore a NaN operand (C's fmin/fmax) and return `a` on ties:
-    `a <= b ? a : (b == b ? b : a)`; integers use `a < b ? a : b`."""
+    `a <= b ? a : (b == b ? b : a)`; integers use `a < b ? a : b`. The outer select is
+    marked `TIES_TO_OTHER`: Warp's `adj_min` / `adj_max` give the gradient of a tie to `b`,
+    and the autodiff rule of a marked select does the same."""
 
     def expand(em, a, b):
         if not a.type.is_float:
@@ -104,7 +106,8 @@ def _min_max(order: OpCode):
             return em.op(OpCode.SELECT, (em.op(strict, (a, b), T.bool_), a, b), a.type)
         b_is_number = em.op(OpCode.EQ, (b, b), T.bool_)
         other = em.op(OpCode.SELECT, (b_is_number, b, a), a.type)
-        return em.op(OpCode.SELECT, (em.op(order, (a, b), T.bool_), a, other), a.type)
+        return em.op(OpCode.SELECT, (em.op(order, (a, b), T.bool_), a, other), a.type,
+                     TIES_TO_OTHER)
 
     return expand
 

@@ -9,14 +9,22 @@ fields (`make_test`, `make_trial`), `@fem.integrand` functions using the operato
 matrices. See docs/fem.md for what is supported.
 """
 
-from kernelc.fem import linalg, operators, polynomial, utils
+from kernelc.fem import cache, linalg, operators, polynomial, utils
+from kernelc.fem.cache import (
+    Temporary,
+    TemporaryStore,
+    borrow_temporary,
+    borrow_temporary_like,
+    set_default_temporary_store,
+)
+from kernelc.fem.deformed import DeformedGeometry
 from kernelc.fem.dirichlet import (
     normalize_dirichlet_projector,
     project_linear_system,
     project_system_matrix,
     project_system_rhs,
 )
-from kernelc.fem.domain import BoundarySides, Cells, GeometryDomain, Sides
+from kernelc.fem.domain import BoundarySides, Cells, FrontierSides, GeometryDomain, Sides
 from kernelc.fem.element import Element
 from kernelc.fem.field import (
     DiscreteField,
@@ -29,6 +37,7 @@ from kernelc.fem.field import (
     make_trial,
 )
 from kernelc.fem.field_implicit import ImplicitField, UniformField
+from kernelc.fem.field_restriction import FieldRestriction, make_restriction
 from kernelc.fem.geometry import Geometry
 from kernelc.fem.grid2d import Grid2D
 from kernelc.fem.grid3d import Grid3D
@@ -36,6 +45,7 @@ from kernelc.fem.hexmesh import Hexmesh
 from kernelc.fem.integrand import Integrand, integrand
 from kernelc.fem.integrate import integrate
 from kernelc.fem.interpolate import interpolate
+from kernelc.fem.nodal_quadrature import NodalQuadrature
 from kernelc.fem.operators import (
     D,
     Operator,
@@ -62,6 +72,13 @@ from kernelc.fem.operators import (
     position,
     scalar_type,
 )
+from kernelc.fem.partition import (
+    CellBasedGeometryPartition,
+    ExplicitGeometryPartition,
+    GeometryPartition,
+    LinearGeometryPartition,
+)
+from kernelc.fem.pic_quadrature import PicQuadrature
 from kernelc.fem.polynomial import Polynomial
 from kernelc.fem.quadmesh import Quadmesh, Quadmesh2D, Quadmesh3D
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
@@ -77,6 +94,8 @@ from kernelc.fem.space import (
     make_polynomial_space,
     make_space_partition,
 )
+from kernelc.fem.space_partition import NodePartition
+from kernelc.fem.subdomain import Subdomain
 from kernelc.fem.tetmesh import Tetmesh
 from kernelc.fem.topology import SpaceTopology
 from kernelc.fem.trimesh import Trimesh, Trimesh2D, Trimesh3D
@@ -99,9 +118,14 @@ from kernelc.fem.types import (
 )
 
 __all__ = [
+    "cache", "Temporary", "TemporaryStore", "borrow_temporary", "borrow_temporary_like",
+    "set_default_temporary_store", "FieldRestriction", "make_restriction", "NodalQuadrature",
+    "Subdomain",
+    "CellBasedGeometryPartition", "ExplicitGeometryPartition", "FrontierSides",
+    "GeometryPartition", "LinearGeometryPartition", "NodePartition", "PicQuadrature",
     "D", "at_node", "cells", "node_count", "ImplicitField", "UniformField", "curl", "div", "div_outer", "lookup",
     "NULL_ELEMENT_INDEX", "NULL_NODE_INDEX", "NULL_QP_INDEX", "OUTSIDE", "BoundarySides",
-    "Cells", "CollocatedFunctionSpace", "Coords", "Coords_f64", "DiscreteField", "Domain",
+    "Cells", "CollocatedFunctionSpace", "DeformedGeometry", "Coords", "Coords_f64", "DiscreteField", "Domain",
     "Element", "ElementBasis", "ElementIndex", "ElementKind", "Field", "FieldLike",
     "FunctionSpace", "Geometry", "GeometryDomain", "Grid2D", "Grid3D", "Integrand", "NodeIndex",
     "Operator", "Polynomial", "Quadrature", "QuadraturePointIndex", "RegularQuadrature",

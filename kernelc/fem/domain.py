@@ -15,6 +15,7 @@ import kernelc as kc
 from kernelc.fem.element import Element
 from kernelc.fem.geometry import Geometry
 from kernelc.fem.lookup import grid_cell_lookup
+from kernelc.fem.partition import GeometryPartition, partition_elements
 from kernelc.fem.types import ElementKind, sample_type
 
 
@@ -22,8 +23,13 @@ class GeometryDomain:
     """A set of elements of a geometry (Warp's `warp.fem.GeometryDomain`)."""
 
     def __init__(self, geometry: Geometry) -> None:
+        if isinstance(geometry, GeometryPartition):  # the partition's elements only
+            self.geometry = geometry.geometry
+            self.geometry_partition = geometry
+            return
         if not isinstance(geometry, Geometry):
-            raise NotImplementedError("domains over geometry partitions are not supported yet")
+            raise TypeError(f"a domain needs a geometry or a geometry partition, got "
+                            f"{type(geometry).__name__}")
         self.geometry = geometry
         self.geometry_partition = geometry
 
@@ -36,10 +42,11 @@ class GeometryDomain:
         return self.name
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.geometry is other.geometry
+        return (type(self) is type(other) and self.geometry is other.geometry
+                and self.geometry_partition is other.geometry_partition)
 
     def __hash__(self) -> int:
-        return hash((type(self), id(self.geometry)))
+        return hash((type(self), id(self.geometry), id(self.geometry_partition)))
 
     element_kind: ElementKind
 
@@ -104,13 +111,14 @@ class Cells(GeometryDomain):
         return self.geometry.reference_cell()
 
     def element_count(self) -> int:
-        return self.geometry.cell_count()
+        return len(self.element_indices())
 
     def geometry_element_count(self) -> int:
         return self.geometry.cell_count()
 
     def element_indices(self) -> np.ndarray:
-        return _arange(self.geometry.cell_count())
+        part = partition_elements(self.geometry_partition, "cells")
+        return _arange(self.geometry.cell_count()) if part is None else part
 
     def element_arg_value(self, device: Any = None) -> Any:
         return self.geometry.cell_arg_value(device)
@@ -135,23 +143,25 @@ class Sides(GeometryDomain):
         return self.geometry.reference_side()
 
     def element_count(self) -> int:
-        return self.geometry.side_count()
+        return len(self.element_indices())
 
     def geometry_element_count(self) -> int:
         return self.geometry.side_count()
 
     def element_indices(self) -> np.ndarray:
-        return _arange(self.geometry.side_count())
+        part = partition_elements(self.geometry_partition, "sides")
+        return _arange(self.geometry.side_count()) if part is None else part
 
     def element_arg_value(self, device: Any = None) -> Any:
         return self.geometry.side_arg_value(device)
 
 
 class BoundarySides(Sides):
-    """The sides on the boundary of a geometry, in the geometry's boundary order."""
+    """The sides on the boundary of a geometry, in the geometry's boundary order (those of
+    a partition by side index, as in Warp)."""
 
     def element_count(self) -> int:
-        return self.geometry.boundary_side_count()
+        return len(self.element_indices())
 
     @cached_property
     def _indices(self) -> np.ndarray:
@@ -160,7 +170,17 @@ class BoundarySides(Sides):
         return indices
 
     def element_indices(self) -> np.ndarray:
-        return self._indices
+        part = partition_elements(self.geometry_partition, "boundary_sides")
+        return self._indices if part is None else part
+
+
+class FrontierSides(Sides):
+    """The sides with one cell in a geometry partition and the other outside it, by side
+    index (none on a whole geometry), as Warp's `FrontierSides`."""
+
+    def element_indices(self) -> np.ndarray:
+        part = partition_elements(self.geometry_partition, "frontier_sides")
+        return _arange(0) if part is None else part
 
 
 def cells_of_domain(domain: GeometryDomain) -> tuple[GeometryDomain, Any]:
@@ -191,4 +211,4 @@ def _unit_ratio(scalar: Any) -> Any:
     return _RATIO_FUNCS[scalar]
 
 
-__all__ = ["BoundarySides", "Cells", "GeometryDomain", "Sides"]
+__all__ = ["BoundarySides", "Cells", "FrontierSides", "GeometryDomain", "Sides"]

@@ -37,6 +37,13 @@ class FieldLike:
         """Kind of elements (cells or sides) the field is evaluated on."""
         return ElementKind.CELL
 
+    def make_deformed_geometry(self, relative: bool = True) -> Any:
+        """This field's geometry moved by its values: displacements (`relative=True`) or
+        positions (a `DeformedGeometry`, see `deformed.py`)."""
+        from kernelc.fem.deformed import DeformedGeometry
+
+        return DeformedGeometry(self, relative=relative)
+
 
 class SpaceField(FieldLike):
     """A field defined on a function space."""
@@ -176,7 +183,8 @@ class TestField(SpaceField):
     __test__ = False  # not a pytest test class
 
     def __init__(self, space_restriction: SpaceRestriction, space: FunctionSpace) -> None:
-        super().__init__(space, SpacePartition(space.topology))
+        super().__init__(space, space_restriction.space_partition
+                         or SpacePartition(space.topology))
         self.space_restriction = space_restriction
         self.domain = space_restriction.domain
 
@@ -239,19 +247,27 @@ def make_space_restriction(space_partition: SpacePartition | None = None,
     `make_space_restriction`).
 
     Args:
-        space_partition: The partition to restrict (or give `space_topology`).
-        domain: The domain (default: all cells).
-        space_topology: The topology, when no partition is given.
+        space_partition: The partition to restrict (or give `space_topology`); nodes are
+            numbered in it.
+        domain: The domain (default: all cells of the geometry, or of the partition's).
+        space_topology: The topology, when no partition is given (the domain's geometry
+            partition then makes one).
         device: Accepted for Warp's sake.
         temporary_store: Accepted for Warp's sake.
     """
-    if space_partition is not None:
+    if space_partition is None:
+        if space_topology is None:
+            raise ValueError("One of `space_partition` or `space_topology` must be provided")
+        if domain is None:
+            domain = Cells(space_topology.geometry)
+        space_partition = make_space_partition(space_topology=space_topology,
+                                               geometry_partition=domain.geometry_partition)
+    else:
         space_topology = space_partition.space_topology
-    if space_topology is None:
-        raise ValueError("One of `space_partition` or `space_topology` must be provided")
-    if domain is None:
-        domain = Cells(space_topology.geometry)
-    return restriction_for(space_topology, domain)
+        if domain is None:
+            domain = Cells(space_partition.geo_partition)
+    whole = type(space_partition) is SpacePartition
+    return restriction_for(space_topology, domain, None if whole else space_partition)
 
 
 def make_test(space: FunctionSpace, space_restriction: SpaceRestriction | None = None,
@@ -262,8 +278,9 @@ def make_test(space: FunctionSpace, space_restriction: SpaceRestriction | None =
     Args:
         space: The function space.
         space_restriction: Restriction of the space to a domain (or give `domain`).
-        space_partition: Only whole-space partitions are supported.
-        domain: Integration domain (default: all cells).
+        space_partition: The nodes to number (default: those of the domain's geometry
+            partition).
+        domain: Integration domain (default: all cells of the geometry or partition).
         device: Accepted for Warp's sake.
     """
     if space_restriction is None:
@@ -279,15 +296,20 @@ def make_trial(space: FunctionSpace, space_restriction: SpaceRestriction | None 
     Args:
         space: The function space.
         space_restriction: Restriction giving the domain (or give `domain`).
-        space_partition: Only whole-space partitions are supported.
-        domain: Integration domain (default: all cells).
+        space_partition: The nodes to number (default: those of the domain's geometry
+            partition).
+        domain: Integration domain (default: all cells of the geometry or partition).
     """
     if space_restriction is not None:
         domain = space_restriction.domain
-    if domain is None:
-        domain = Cells(space.geometry)
+        space_partition = space_restriction.space_partition
     if space_partition is None:
-        space_partition = make_space_partition(space_topology=space.topology)
+        if domain is None:
+            domain = Cells(space.geometry)
+        space_partition = make_space_partition(space_topology=space.topology,
+                                               geometry_partition=domain.geometry_partition)
+    elif domain is None:
+        domain = Cells(space_partition.geo_partition)
     return TrialField(space, space_partition, domain)
 
 

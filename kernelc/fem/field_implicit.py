@@ -29,6 +29,7 @@ def _ident(name: str) -> str:
 
 # Generated funcs of uniform fields, by (value type, domain name).
 _UNIFORM_EVALS: dict[tuple, FieldEval] = {}
+_IMPLICIT_EVALS: dict[tuple, FieldEval] = {}  # by kind, domain and precision
 
 
 class UniformField(FieldLike):
@@ -203,8 +204,10 @@ class ImplicitField(FieldLike):
     def evaluator(self, domain: GeometryDomain) -> FieldEval:
         from kernelc.fem.integrand import generated_func
 
-        key = (domain.name, domain.geometry.scalar_type)
-        cache = self.__dict__.setdefault("_evaluators", {})
+        # Shared by every implicit field of the same kind, as the integrands compiled for
+        # that kind (by `kind_name`) take the struct types made here.
+        key = (self.kind_name, domain.name, domain.geometry.scalar_type)
+        cache = _IMPLICIT_EVALS
         if key in cache:
             return cache[key]
         Values = _struct(f"ImplicitValues_{_ident(self.kind_name)}", self._arg_types)

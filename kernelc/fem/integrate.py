@@ -16,10 +16,12 @@ import numpy as np
 
 import kernelc as kc
 from kernelc.fem import integrate_kernels as K
+from kernelc.fem.cache import borrow_temporary
 from kernelc.fem.domain import GeometryDomain
 from kernelc.fem.field import FieldLike, TestField, TrialField
 from kernelc.fem.integrand import Integrand, Specialization, value_error, value_type_of
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
+from kernelc.fem.space import SpacePartition
 from kernelc.fem.types import mat_type
 from kernelc.fem.valuetypes import dof_count, scalar_of, value_kind
 from kernelc.sparse import BsrMatrix, bsr_axpy, bsr_set_from_triplets, bsr_zeros
@@ -28,9 +30,12 @@ from kernelc.sparse.matrix import scalar_view
 
 def _parse_arguments(integrand: Integrand, fields: dict[str, Any], values: dict[str, Any]
                      ) -> tuple[dict[str, str], str | None, str | None, str | None]:
-    """Checks fields and values against the integrand's parameters; returns the roles and
-    the names of the test, trial and domain parameters."""
+    """Checks fields and values against the integrand's parameters (dropping from `fields`
+    those that name no parameter); returns the roles and the names of the test, trial and
+    domain parameters."""
     roles = integrand.parameter_roles()
+    for name in [n for n in fields if n not in roles]:
+        del fields[name]  # fields the integrand does not take are left out, as Warp does
     for name, field in fields.items():
         if roles.get(name) != "field":
             raise ValueError(f"Passed field argument '{name}' does not match any Field argument "
@@ -128,7 +133,8 @@ def integrate(integrand: Integrand, domain: GeometryDomain | None = None,
             linear form a vector type with one component per dof of the test field.
         output: Array or matrix to write (or add) the result into.
         device: Device to run on.
-        temporary_store: Accepted for Warp's sake.
+        temporary_store: Where the temporary of a constant form written to `output` comes
+            from (see `TemporaryStore`).
         kernel_options: Accepted for Warp's sake.
         assembly: "generic" (default), "nodal" (test nodes as points) or "dispatch" (= generic).
         add: Add the result to `output` instead of replacing it.
@@ -190,10 +196,12 @@ def integrate(integrand: Integrand, domain: GeometryDomain | None = None,
         raise ValueError(f"the output type of a bilinear form must be a scalar type (the "
                          f"scalar of its blocks), got {output_dtype!r}")
     common = (domain.element_arg_value(device), field_struct, value_struct)
-    run = _Run(integrand, spec, domain, quadrature, common, accumulate_dtype, output_dtype,
-               device)
+    # quadratures with launches of their own (PicQuadrature) give their run type
+    run_type = quadrature.run_type() if hasattr(quadrature, "run_type") else _Run
+    run = run_type(integrand, spec, domain, quadrature, common, accumulate_dtype, output_dtype,
+                   device, temporary_store)
     if test is None:
-        return run.constant(output)
+        return run.constant(output, add)
     if trial is None:
         return run.linear(test, output, add, nodal)
     prune = (bsr_options or {}).get("prune_numerical_zeros", True)
@@ -205,32 +213,55 @@ class _Run:
 
     def __init__(self, integrand: Integrand, spec: Specialization, domain: GeometryDomain,
                  quadrature: Quadrature | None, common: tuple, accumulate: Any, output: Any,
-                 device: Any) -> None:
+                 device: Any, temporary_store: Any = None) -> None:
         self.integrand, self.spec, self.domain = integrand, spec, domain
         self.quadrature, self.common = quadrature, common
         self.accumulate, self.device = accumulate, device
+        self.temporary_store = temporary_store
+        self.indexed = quadrature is not None and quadrature.index_table(device) is not None
         self.output_type, self.output = output, scalar_of(output)
         self.name = "".join(c if c.isalnum() else "_" for c in integrand.__name__)
 
     def key(self, *parts: Any) -> tuple:
         return (self.domain.name, repr(kc.types.as_type(self.accumulate)),
-                repr(kc.types.as_type(self.output)), *parts)
+                repr(kc.types.as_type(self.output)), self.indexed, *parts)
 
-    def qp_arrays(self) -> tuple[Any, Any]:
-        return self.quadrature.arrays(self.device)
+    def qp_arrays(self) -> tuple[Any, Any, Any]:
+        """The quadrature's points, weights and point index table (an empty one for
+        regular indices)."""
+        table = self.quadrature.index_table(self.device)
+        if table is None:
+            table = kc.empty((0, 0), dtype=kc.int32, device=self.device)
+        return (*self.quadrature.arrays(self.device), table)
 
-    def constant(self, output: Any) -> Any:
-        kernel = _kernel(self.spec, self.key("constant"), lambda: K.constant_kernel(
-            self.spec.call, self.domain, self.spec, self.accumulate, self.name))
+    def constant(self, output: Any, add: bool) -> Any:
+        """Without `output`, the sum of per-element integrals added on the host (in a fixed
+        order); into `output`, atomic adds on the device then a cast, both recorded by a
+        tape (Warp's order of operations)."""
+        atomic = output is not None
+        kernel = _kernel(self.spec, self.key("constant", atomic), lambda: K.constant_kernel(
+            self.spec.call, self.domain, self.spec, self.accumulate, self.name, self.indexed,
+            atomic))
         elements = kc.array(self.domain.element_indices(), dtype=kc.int32, device=self.device)
-        partial = kc.zeros(len(elements), dtype=self.accumulate, device=self.device)
+        accumulate = kc.types.as_type(self.accumulate)
+        if output is None:
+            result = kc.zeros(len(elements), dtype=accumulate, device=self.device)
+        elif output.dtype == accumulate:
+            result = output
+        else:
+            result = borrow_temporary(self.temporary_store, 1, accumulate, device=self.device,
+                                      requires_grad=output.requires_grad)
+        if output is not None and (result is not output or not add):
+            result.zero_()
         if len(elements):
             launch(self.integrand, kernel, dim=len(elements), device=self.device,
-                      inputs=[*self.common, *self.qp_arrays(), elements, partial])
-        total = np.sum(partial.numpy(), dtype=np.float64)
+                   inputs=[*self.common, *self.qp_arrays(), elements, result])
         if output is None:
-            return kc.types.as_type(self.accumulate).np_dtype.type(total)
-        output.assign(np.full(output.shape, total))
+            return accumulate.np_dtype.type(np.sum(result.numpy(), dtype=np.float64))
+        if result is not output:
+            cast = K.cast_kernel(accumulate, output.dtype, add)
+            kc.launch(cast, dim=1, inputs=[result, output], device=self.device)
+            result.release()
         return output
 
     def linear(self, test: TestField, output: Any, add: bool, nodal: bool) -> Any:
@@ -238,25 +269,28 @@ class _Run:
         arrays = restriction.arrays(self.device)
         node_count = test.space_partition.node_count()
         dofs = test.node_dof_count
-        output = _linear_output(output, self.output_type, node_count, dofs, self.device)
+        output = _linear_output(output, self.output_type, node_count, dofs, self.device,
+                                self.temporary_store)
         if not add:
             output.zero_()
-        view = scalar_view(output, self.output, (node_count, dofs)) if node_count else output
+        view = _scalar_view(output, self.output, (node_count, dofs)) if node_count else output
         node_args = [arrays["nodes"], arrays["offsets"], arrays["entry_element"],
-                     arrays["entry_local"], view]
+                     arrays["entry_local"]]
         shape = test.space.shape
         if nodal:
             kernel = _kernel(self.spec, self.key("linear_nodal", shape.name), lambda: K.nodal_kernel(
                 self.spec.call, self.domain, self.spec, self.accumulate, self.output,
                 shape.NODES_PER_ELEMENT, False, 1, self.name))
-            extra = self.node_tables(test)
+            inputs = [*self.common, *self.node_tables(test), *node_args, view]
         else:
             kernel = _kernel(self.spec, self.key("linear"), lambda: K.linear_kernel(
-                self.spec.call, self.domain, self.spec, self.accumulate, self.output, self.name))
-            extra = self.qp_arrays()
+                self.spec.call, self.domain, self.spec, self.accumulate, self.output, self.name,
+                self.indexed))
+            inputs = [*self.common, *self.qp_arrays(), *node_args,
+                      arrays["entry_domain_element"], view]
         if restriction.node_count():
             launch(self.integrand, kernel, dim=(restriction.node_count(), dofs),
-                   device=self.device, inputs=[*self.common, *extra, *node_args])
+                   device=self.device, inputs=inputs)
         return output
 
     def node_tables(self, field: Any) -> tuple[Any, Any]:
@@ -291,7 +325,8 @@ class _Run:
                                                     shape.NODES_PER_ELEMENT, True, cols_dofs,
                                                     self.name))
             count = restriction.node_count()
-            values = kc.empty(count, dtype=block_type, device=self.device)
+            values = borrow_temporary(self.temporary_store, count, block_type,
+                                      device=self.device)
             if count:
                 launch(self.integrand, kernel, dim=(count, block), device=self.device,
                        inputs=[*self.common, *self.node_tables(test), arrays["nodes"],
@@ -302,36 +337,55 @@ class _Run:
         else:
             kernel = _kernel(self.spec, self.key("bilinear", cols_dofs), lambda: K.bilinear_kernel(
                 self.spec.call, self.domain, self.spec, self.accumulate, self.output, cols_dofs,
-                self.name))
-            rows, cols = restriction.bilinear_triplets(trial.space.topology, self.device)
+                self.name, self.indexed))
+            rows, cols = restriction.bilinear_triplets(trial.space.topology, self.device,
+                                                       _numbering(trial.space_partition))
             per_entry = len(cols) // max(1, restriction.total_node_element_count())
             entries = restriction.total_node_element_count()
-            values = kc.empty(entries * per_entry, dtype=block_type, device=self.device)
+            values = borrow_temporary(self.temporary_store, entries * per_entry, block_type,
+                                      device=self.device)
             if entries and per_entry:
                 launch(self.integrand, kernel, (entries, per_entry, block), device=self.device,
                        inputs=[*self.common, *self.qp_arrays(), arrays["entry_element"],
-                               arrays["entry_local"],
+                               arrays["entry_local"], arrays["entry_domain_element"],
                                scalar_view(values, self.output, (entries, per_entry, block))])
         result = output if output is not None and not add else bsr_zeros(
             nrow, ncol, block_type, device=self.device)
         bsr_set_from_triplets(result, rows, cols, values, prune_numerical_zeros=prune)
+        values.release()  # summed into the matrix: back to the temporary store
         if add:
             bsr_axpy(x=result, y=output)
             return output
         return result
 
 
+def _numbering(space_partition: Any) -> Any:
+    """The partition a trial field's nodes are numbered in (None: the whole space)."""
+    return None if type(space_partition) is SpacePartition else space_partition
+
+
+def _scalar_view(arr: Any, scalar: Any, shape: tuple[int, ...]) -> Any:
+    """`scalar_view` of `arr`, with the same view of its gradient (so that a tape sees the
+    output's gradient through the view)."""
+    view = scalar_view(arr, scalar, shape)
+    if arr.grad is not None:
+        view.grad = scalar_view(arr.grad, scalar, shape)
+    return view
+
+
 def _linear_output(output: Any, output_type: Any, node_count: int, dofs: int,
-                   device: Any) -> Any:
+                   device: Any, temporary_store: Any = None) -> Any:
     """The array a linear form is written to: `output`, checked, or a new one of
     `output_type` (one value per node when its size is the node's dof count, else
-    (nodes, dofs) scalars), as Warp makes it."""
+    (nodes, dofs) scalars), borrowed from the temporary store as Warp makes it (zeroed by
+    the caller)."""
     if output is None:
         size = dof_count(output_type)
         if size == dofs:
-            return kc.zeros(node_count, dtype=output_type, device=device)
+            return borrow_temporary(temporary_store, node_count, output_type, device=device)
         if size == 1:
-            return kc.zeros((node_count, dofs), dtype=output_type, device=device)
+            return borrow_temporary(temporary_store, (node_count, dofs), output_type,
+                                    device=device)
         raise RuntimeError(f"Incompatible output type {output_type!r}, must be scalar or "
                            f"vector of length {dofs}")
     if output.shape[0] < node_count:

@@ -4,7 +4,8 @@ Each factory returns a kernel that calls the integrand's generated `call(s, fiel
 values)`. Sums over quadrature points are accumulated in `accumulate_dtype` (float64 by
 default) and rounded once to the output type, as Warp does:
 
-- constant forms: one thread per domain element, partial sums added on the host;
+- constant forms: one thread per domain element, partial sums added on the host (or, into
+  an output array, atomically on the device, which the tape can differentiate);
 - linear forms: one thread per node reached from the domain, looping over its (element,
   local node) entries and their quadrature points (deterministic: no atomics);
 - bilinear forms: one thread per (entry, trial node of the entry's element), one triplet
@@ -28,48 +29,81 @@ def _named(kernel: Any, name: str) -> Any:
     return kernel
 
 
-def constant_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, name: str) -> Any:
-    """Integral of a form without test field over each domain element."""
+def constant_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, name: str,
+                    indexed: bool = False, atomic: bool = False) -> Any:
+    """Integral of a form without test field over each domain element (`result[i]` for
+    domain element i), or with `atomic`, summed into `result[0]` (differentiable).
+    `indexed`: the points' indices come from `qp_table[element, k]` (nodal quadrature),
+    else they are `domain element * points per element + k`."""
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
     measure = domain.element_measure
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
 
-    @kc.kernel(enable_backward=False)
+    @kc.kernel
     def integrate_constant(elt_arg: ElementArg, fields: Fields, values: Values,
                            qp_coords: kc.array(dtype=Coords), qp_weights: kc.array(dtype=scalar),
-                           elements: kc.array(dtype=int), result: kc.array(dtype=accumulate)):
+                           qp_table: kc.array2d(dtype=int), elements: kc.array(dtype=int),
+                           result: kc.array(dtype=accumulate)):
         i = kc.tid()
         element = elements[i]
         count = qp_coords.shape[0]
         total = accumulate(0.0)
         for k in range(count):
             w = qp_weights[k]
-            s = make_sample(element, qp_coords[k], element * count + k, w,
-                            kc.vec2i(-1, -1), kc.vec2i(-1, -1))
+            qp = i * count + k
+            if kc.static(indexed):
+                qp = qp_table[element, k]
+            s = make_sample(element, qp_coords[k], qp, w, kc.vec2i(-1, -1), kc.vec2i(-1, -1))
             vol = measure(elt_arg, s)
             total += accumulate(w * vol) * accumulate(call(s, fields, values))
-        result[i] = total
+        if kc.static(atomic):
+            kc.atomic_add(result, 0, total)
+        else:
+            result[i] = total
 
     return _named(integrate_constant, f"{name}_integrate_constant")
 
 
+def cast_kernel(source: Any, dest: Any, add: bool) -> Any:
+    """`dest[0] = dest(source[0])` (or `+=` with `add`), differentiable: the last step of a
+    constant form written to an array of another type than the accumulation's."""
+    return _CASTS.get((repr(source), repr(dest), add)) or _make_cast(source, dest, add)
+
+
+_CASTS: dict[tuple, Any] = {}
+
+
+def _make_cast(source: Any, dest: Any, add: bool) -> Any:
+    @kc.kernel
+    def constant_cast(src: kc.array(dtype=source), dst: kc.array(dtype=dest)):
+        if kc.static(add):
+            dst[0] = dst[0] + dest(src[0])
+        else:
+            dst[0] = dest(src[0])
+
+    _CASTS[(repr(source), repr(dest), add)] = constant_cast
+    return _named(constant_cast, f"integrate_constant_cast_{'add' if add else 'set'}")
+
+
 def linear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any,
-                  name: str) -> Any:
+                  name: str, indexed: bool = False) -> Any:
     """Linear form: result[node, dof] += integral of the form with the test function of
-    that node and dof; one thread per (node, dof)."""
+    that node and dof; one thread per (node, dof). Point indices as `constant_kernel`'s."""
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
     measure = domain.element_measure
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
 
-    @kc.kernel(enable_backward=False)
+    @kc.kernel
     def integrate_linear(elt_arg: ElementArg, fields: Fields, values: Values,
                          qp_coords: kc.array(dtype=Coords), qp_weights: kc.array(dtype=scalar),
+                         qp_table: kc.array2d(dtype=int),
                          nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
                          entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
+                         entry_domain_element: kc.array(dtype=int),
                          result: kc.array2d(dtype=output)):
         r, dof = kc.tid()
         count = qp_coords.shape[0]
@@ -79,8 +113,10 @@ def linear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: An
             test_dof = kc.vec2i(entry_local[e], dof)
             for k in range(count):
                 w = qp_weights[k]
-                s = make_sample(element, qp_coords[k], element * count + k, w, test_dof,
-                                kc.vec2i(-1, -1))
+                qp = entry_domain_element[e] * count + k
+                if kc.static(indexed):
+                    qp = qp_table[element, k]
+                s = make_sample(element, qp_coords[k], qp, w, test_dof, kc.vec2i(-1, -1))
                 vol = measure(elt_arg, s)
                 total += accumulate(w * vol) * accumulate(call(s, fields, values))
         node = nodes[r]
@@ -90,9 +126,10 @@ def linear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: An
 
 
 def bilinear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any,
-                    trial_dofs: int, name: str) -> Any:
+                    trial_dofs: int, name: str, indexed: bool = False) -> Any:
     """Bilinear form: one triplet value per (entry, trial node of the entry's element,
-    test dof * trial_dofs + trial dof), the block's coefficients in row-major order."""
+    test dof * trial_dofs + trial dof), the block's coefficients in row-major order. Point
+    indices as `constant_kernel`'s."""
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
@@ -102,7 +139,9 @@ def bilinear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: 
     @kc.kernel(enable_backward=False)
     def integrate_bilinear(elt_arg: ElementArg, fields: Fields, values: Values,
                            qp_coords: kc.array(dtype=Coords), qp_weights: kc.array(dtype=scalar),
+                           qp_table: kc.array2d(dtype=int),
                            entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
+                           entry_domain_element: kc.array(dtype=int),
                            triplet_values: kc.array3d(dtype=output)):
         e, j, b = kc.tid()
         element = entry_element[e]
@@ -112,7 +151,10 @@ def bilinear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: 
         total = accumulate(0.0)
         for k in range(count):
             w = qp_weights[k]
-            s = make_sample(element, qp_coords[k], element * count + k, w, test_dof, trial_dof)
+            qp = entry_domain_element[e] * count + k
+            if kc.static(indexed):
+                qp = qp_table[element, k]
+            s = make_sample(element, qp_coords[k], qp, w, test_dof, trial_dof)
             vol = measure(elt_arg, s)
             total += accumulate(w * vol) * accumulate(call(s, fields, values))
         triplet_values[e, j, b] = output(total)
@@ -161,7 +203,7 @@ def nodal_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any
     node_coords = node_coords_func(domain, nodes_per_cell)
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
 
-    @kc.kernel(enable_backward=False)
+    @kc.kernel
     def integrate_nodal(elt_arg: ElementArg, fields: Fields, values: Values,
                         cell_node_coords: kc.array(dtype=Coords),
                         node_weights: kc.array(dtype=scalar),

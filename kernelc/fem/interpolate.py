@@ -10,14 +10,21 @@ times the node's dual weight (1 / its basis function at the node).
 from typing import Any
 
 import kernelc as kc
-from kernelc.fem.domain import Cells, GeometryDomain
-from kernelc.fem.field import DiscreteField, FieldLike, TestField, TrialField
+from kernelc.fem.domain import GeometryDomain
+from kernelc.fem.field import (
+    DiscreteField,
+    FieldLike,
+    TestField,
+    TrialField,
+    make_space_restriction,
+)
+from kernelc.fem.field_restriction import FieldRestriction
 from kernelc.fem.integrand import Integrand, integrand, value_type_of
 from kernelc.fem.integrate import _check_field_compat, _fill_structs, _parse_arguments, launch
 from kernelc.fem.integrate_kernels import _named, node_coords_func
-from kernelc.fem.quadrature import Quadrature
-from kernelc.fem.restriction import restriction_for
-from kernelc.fem.types import OUTSIDE, Field, Sample, coords_type, sample_builder
+from kernelc.fem.quadrature import Quadrature, RegularQuadrature
+from kernelc.fem.restriction import SpaceRestriction
+from kernelc.fem.types import OUTSIDE, ElementKind, Field, Sample, coords_type, sample_builder
 
 _REDUCTIONS = ("weighted_average", "mean", "sum", "max", "min", "first")
 
@@ -36,8 +43,12 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
 
     Args:
         integrand: A `@fem.integrand` function, or a field (interpolated as is).
-        dest: A `DiscreteField`, an array (a value per point of `at`) or None (side effects).
-        at: A `Quadrature` (interpolate at its points) or None (the nodes of `dest`).
+        dest: A `DiscreteField`, a field restriction (`make_restriction`: only the nodes of
+            its domain's elements, from those elements), an array (a value per point of
+            `at`, at `s.qp_index`) or None (side effects).
+        at: A `Quadrature` (interpolate at its points), a `SpaceRestriction` or a domain
+            (the nodes of `dest` there; with no `dest` field, a domain means one point per
+            element), or None (all the nodes of `dest`).
         dest_space: Not supported yet (the space comes from `dest`).
         dim: Not supported yet.
         fields: Field arguments (discrete fields; no test or trial field).
@@ -64,14 +75,29 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
     if trial_name or any(isinstance(f, (TestField, TrialField)) for f in fields.values()):
         raise NotImplementedError("interpolating Jacobians (trial fields) is not supported yet")
     device = kc.get_device(device)
-    if isinstance(at, Quadrature):
+    if isinstance(dest, FieldRestriction):
+        restriction, dest = dest.space_restriction, dest.field
+    elif isinstance(at, SpaceRestriction):
+        restriction = at
+    elif isinstance(at, Quadrature):
         return _at_quadrature(integrand, roles, at, dest, fields, values, device)
-    if at is not None:
-        raise NotImplementedError("interpolate(at=...) takes a Quadrature (or None) for now")
+    elif isinstance(dest, DiscreteField):  # its nodes on `at` (default: its partition's cells)
+        domain = at if isinstance(at, GeometryDomain) else None
+        restriction = make_space_restriction(space_partition=dest.space_partition, domain=domain)
+    elif isinstance(at, GeometryDomain):
+        return _at_quadrature(integrand, roles, RegularQuadrature(at, order=0), dest, fields,
+                              values, device)
+    else:
+        raise ValueError(f"Unable to determine interpolation domain from provided arguments "
+                         f"`dest` '{dest}', `at` '{at}'")
     if not isinstance(dest, DiscreteField):
-        raise NotImplementedError("interpolate() needs a DiscreteField `dest` or a Quadrature "
-                                  "`at`")
-    return _at_nodes(integrand, roles, dest, fields, values, reduction, device)
+        raise NotImplementedError("interpolate() at nodes needs a DiscreteField `dest` (or a "
+                                  "restriction of one)")
+    if dest.space.topology is not restriction.space_topology:
+        raise ValueError("Incompatible field and space restriction topologies")
+    if restriction.domain.element_kind != ElementKind.CELL:
+        raise NotImplementedError("interpolate() at the nodes of sides is not supported yet")
+    return _at_nodes(integrand, roles, dest, restriction, fields, values, reduction, device)
 
 
 def _prepare(itg: Integrand, roles: dict, domain: GeometryDomain, fields: dict, values: dict,
@@ -90,20 +116,25 @@ def _at_quadrature(itg: Integrand, roles: dict, quadrature: Quadrature, dest: An
     domain = quadrature.domain
     spec, common = _prepare(itg, roles, domain, fields, values, device)
     dest_type = None if dest is None else dest.dtype
-    key = ("interpolate_qp", domain.name, repr(kc.types.as_type(dest_type)))
+    table = quadrature.index_table(device)
+    indexed = table is not None
+    key = ("interpolate_qp", domain.name, repr(kc.types.as_type(dest_type)), indexed)
     if key not in spec.kernels:
-        spec.kernels[key] = _quadrature_kernel(spec, domain, dest_type, itg.__name__)
+        spec.kernels[key] = _quadrature_kernel(spec, domain, dest_type, indexed, itg.__name__)
     count = quadrature.total_point_count()
     if dest is not None and dest.shape[0] < count:
         raise ValueError(f"dest must have at least {count} entries (one per quadrature point)")
     elements = kc.array(domain.element_indices(), dtype=kc.int32, device=device)
     target = dest if dest is not None else kc.empty(1, dtype=kc.float32, device=device)
-    if count:
+    if table is None:
+        table = kc.empty((0, 0), dtype=kc.int32, device=device)
+    if count and len(elements):
         launch(itg, spec.kernels[key], (len(elements), quadrature.points_per_element()),
-               [*common, *quadrature.arrays(device), elements, target], device)
+               [*common, *quadrature.arrays(device), table, elements, target], device)
 
 
-def _quadrature_kernel(spec: Any, domain: GeometryDomain, dest_type: Any, name: str) -> Any:
+def _quadrature_kernel(spec: Any, domain: GeometryDomain, dest_type: Any, indexed: bool,
+                       name: str) -> Any:
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
@@ -112,27 +143,31 @@ def _quadrature_kernel(spec: Any, domain: GeometryDomain, dest_type: Any, name: 
     Dest = dest_type if store else kc.float32
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
 
-    @kc.kernel(enable_backward=False)
+    @kc.kernel
     def interpolate_quadrature(elt_arg: ElementArg, fields: Fields, values: Values,
                                qp_coords: kc.array(dtype=Coords),
                                qp_weights: kc.array(dtype=scalar),
+                               qp_table: kc.array2d(dtype=int),
                                elements: kc.array(dtype=int), dest: kc.array(dtype=Dest)):
         i, k = kc.tid()
-        count = qp_coords.shape[0]
-        s = make_sample(elements[i], qp_coords[k], i * count + k, qp_weights[k],
-                        kc.vec2i(-1, -1), kc.vec2i(-1, -1))
+        element = elements[i]
+        qp = i * qp_coords.shape[0] + k
+        if kc.static(indexed):
+            qp = qp_table[element, k]
+        s = make_sample(element, qp_coords[k], qp, qp_weights[k], kc.vec2i(-1, -1),
+                        kc.vec2i(-1, -1))
         if kc.static(store):
-            dest[i * count + k] = Dest(call(s, fields, values))
+            dest[qp] = Dest(call(s, fields, values))
         else:
             call(s, fields, values)
 
     return _named(interpolate_quadrature, f"{_ident(name)}_interpolate_quadrature")
 
 
-def _at_nodes(itg: Integrand, roles: dict, dest: DiscreteField, fields: dict, values: dict,
-              reduction: str, device: Any) -> None:
+def _at_nodes(itg: Integrand, roles: dict, dest: DiscreteField, restriction: SpaceRestriction,
+              fields: dict, values: dict, reduction: str, device: Any) -> None:
     space = dest.space
-    domain = Cells(space.geometry)
+    domain = restriction.domain
     spec, common = _prepare(itg, roles, domain, fields, values, device)
     shape = space.shape
     key = ("interpolate_nodes", domain.name, shape.name, reduction,
@@ -140,7 +175,6 @@ def _at_nodes(itg: Integrand, roles: dict, dest: DiscreteField, fields: dict, va
     if key not in spec.kernels:
         spec.kernels[key] = _node_kernel(spec, domain, shape, dest.dtype, reduction,
                                          itg.__name__)
-    restriction = restriction_for(space.topology, domain)
     arrays = restriction.arrays(device)
     coords = kc.array(shape.node_coords(), dtype=domain.geometry.coords_type, device=device)
     if restriction.node_count():
@@ -161,7 +195,7 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
     Dest = dest_type
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
 
-    @kc.kernel(enable_backward=False)
+    @kc.kernel
     def interpolate_nodes(elt_arg: ElementArg, fields: Fields, values: Values,
                           cell_node_coords: kc.array(dtype=Coords),
                           nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),

@@ -304,42 +304,41 @@ def closest_cell_lookup(CellArg: type, cell_position: Any, inverse_gradient: Any
                         triangle: bool, scalar: Any) -> Any:
     """A func (cell arg, position) -> Sample of the cell closest to the position (a point
     inside a cell has distance 0), found by going through every cell: meshes keep no
-    spatial index (Warp needs `build_bvh=True` for this; here it always works)."""
-    from kernelc.fem.types import coords_type, make_free_sample
+    spatial index (Warp needs `build_bvh=True` for this; here it always works). Each cell's
+    closest point is Warp's (`closest_point.py`), so points on vertices and edges get Warp's
+    exact coordinates; of cells at the same distance, the first wins (Warp's is the last its
+    BVH visits). `cell_position` and `inverse_gradient` are not needed (kept for callers)."""
+    from kernelc.fem.closest_point import closest_point_funcs
+    from kernelc.fem.types import OUTSIDE, coords_type, make_free_sample
 
     Coords = coords_type(scalar)
-    center = Coords(*((1.0 / 3.0,) * 3 if triangle else (0.25,) * 3))
-    zero, one = scalar(0.0), scalar(1.0)
+    funcs = closest_point_funcs(scalar)
+    on_tri, on_tet = funcs.on_triangle, funcs.on_tetrahedron
 
     @kc.func
-    def project(c: Any):
-        # back into the reference simplex (clamped, then scaled onto the far face)
-        p = Coords(kc.max(c[0], zero), kc.max(c[1], zero), kc.max(c[2], zero))
-        if kc.static(triangle):
-            n = kc.max(zero, (c[0] + c[1] - one) * scalar(0.5))
-            a = kc.clamp(c[0] - n, zero, one)
-            b = kc.clamp(c[1] - n, zero, one)
-            p = Coords(a, b, one - (a + b))
-        else:
-            total = p[0] + p[1] + p[2]
-            if total > one:
-                p = p / total
-        return p
+    def closest_on_triangle(arg: CellArg, cell: int, pos: Any):
+        p0 = arg.positions[arg.cell_vertices[cell, 0]]
+        e1 = arg.positions[arg.cell_vertices[cell, 1]] - p0
+        e2 = arg.positions[arg.cell_vertices[cell, 2]] - p0
+        return on_tri(pos - p0, e1, e2)
+
+    @kc.func
+    def closest_on_tetrahedron(arg: CellArg, cell: int, pos: Any):
+        p0 = arg.positions[arg.cell_vertices[cell, 0]]
+        e1 = arg.positions[arg.cell_vertices[cell, 1]] - p0
+        e2 = arg.positions[arg.cell_vertices[cell, 2]] - p0
+        e3 = arg.positions[arg.cell_vertices[cell, 3]] - p0
+        return on_tet(pos - p0, e1, e2, e3)
+
+    closest_point = closest_on_triangle if triangle else closest_on_tetrahedron
 
     @kc.func
     def cell_lookup(arg: CellArg, pos: Any):
         best = -1
-        best_coords = Coords(scalar(-1.0e8))
+        best_coords = Coords(scalar(OUTSIDE))
         best_dist = scalar(3.0e38)
         for cell in range(arg.cell_vertices.shape[0]):
-            s = make_free_sample(cell, center)
-            delta = inverse_gradient(arg, s) * (pos - cell_position(arg, s))
-            if kc.static(triangle):
-                coords = center + Coords(-delta[0] - delta[1], delta[0], delta[1])
-            else:
-                coords = center + delta
-            coords = project(coords)
-            dist = kc.length_sq(pos - cell_position(arg, make_free_sample(cell, coords)))
+            dist, coords = closest_point(arg, cell, pos)
             if dist < best_dist:
                 best_dist = dist
                 best = cell

@@ -22,6 +22,11 @@ class Quadrature:
         """The domain integrated over."""
         return self._domain
 
+    def index_table(self, device: Any = None) -> Any:
+        """A (geometry elements, points per element) int array of the points' indices
+        (`s.qp_index`), or None when they are `domain element * points per element + k`."""
+        return None
+
 
 class RegularQuadrature(Quadrature):
     """A tensor-product rule of `order` in every element of `domain`.

@@ -23,19 +23,24 @@ class SpaceRestriction:
     Args:
         space_topology: The space's topology.
         domain: The domain (cells or sides; sides see the trace of the space).
+        space_partition: Nodes are numbered in this partition, those outside it left out
+            (None: the whole space).
     """
 
-    def __init__(self, space_topology: SpaceTopology, domain: GeometryDomain) -> None:
+    def __init__(self, space_topology: SpaceTopology, domain: GeometryDomain,
+                 space_partition: Any = None) -> None:
         self.space_topology = space_topology
         self.domain = domain
+        self.space_partition = space_partition
         elements = domain.element_indices()
-        nodes = self.element_nodes(space_topology)
+        nodes = self.element_nodes(space_topology, space_partition)
         self.nodes_per_element = nodes.shape[1]
         flat = nodes.reshape(-1)
         order = np.argsort(flat, kind="stable")
+        order = order[flat[order] >= 0]  # nodes outside the partition
         sorted_nodes = flat[order]
         self._nodes, starts = np.unique(sorted_nodes, return_index=True)
-        self._offsets = np.append(starts, len(flat)).astype(np.int32)
+        self._offsets = np.append(starts, len(sorted_nodes)).astype(np.int32)
         domain_element = order // self.nodes_per_element
         self._entry_element = elements[domain_element].astype(np.int32)
         self._entry_local = (order % self.nodes_per_element).astype(np.int32)
@@ -44,7 +49,11 @@ class SpaceRestriction:
         self._device_arrays: dict[str, Any] = {}
 
     def node_count(self) -> int:
-        """Number of distinct nodes reached."""
+        """Number of distinct nodes reached (exact; Warp's is an upper bound)."""
+        return len(self._nodes)
+
+    def node_count_sync(self) -> int:
+        """Number of distinct nodes reached (Warp's name for the exact count)."""
         return len(self._nodes)
 
     def total_node_element_count(self) -> int:
@@ -61,21 +70,27 @@ class SpaceRestriction:
                 "entry_node": self._entry_node,
                 "entry_domain_element": self._entry_domain_element}
 
-    def element_nodes(self, topology: SpaceTopology) -> np.ndarray:
+    def element_nodes(self, topology: SpaceTopology, partition: Any = None) -> np.ndarray:
         """(domain elements, nodes per element) nodes of `topology` on this domain's elements
-        (side domains see the trace: inner cell nodes, then outer cell nodes)."""
+        (side domains see the trace: inner cell nodes, then outer cell nodes), numbered in
+        `partition` (-1 outside it) when one is given."""
         elements = self.domain.element_indices()
         if self.domain.element_kind == ElementKind.CELL:
-            return topology.host_element_nodes()[elements]
-        return topology.host_side_nodes(elements)
+            nodes = topology.host_element_nodes()[elements]
+        else:
+            nodes = topology.host_side_nodes(elements)
+        return nodes if partition is None else partition.host_partition_indices(nodes)
 
-    def bilinear_triplets(self, trial_topology: SpaceTopology, device: Any) -> tuple[Any, Any]:
+    def bilinear_triplets(self, trial_topology: SpaceTopology, device: Any,
+                          trial_partition: Any = None) -> tuple[Any, Any]:
         """Rows and columns of the (entry, trial node) triplets of a bilinear form, as
-        `kc.array`s: row = the entry's node, column = the trial node of the entry's element."""
-        key = (trial_topology.name, str(kc.get_device(device)))
+        `kc.array`s: row = the entry's node, column = the trial node of the entry's element
+        (in `trial_partition`; -1 outside it, a triplet that matrix building leaves out)."""
+        key = (trial_topology.name, id(trial_partition), str(kc.get_device(device)))
         cache = self.__dict__.setdefault("_triplets", {})
         if key not in cache:
-            trial_nodes = self.element_nodes(trial_topology)[self._entry_domain_element]
+            trial_nodes = self.element_nodes(trial_topology, trial_partition)[
+                self._entry_domain_element]
             rows = np.repeat(self._entry_node, trial_nodes.shape[1])
             cache[key] = (kc.array(rows, dtype=kc.int32, device=device),
                           kc.array(trial_nodes.reshape(-1), dtype=kc.int32, device=device))
@@ -94,13 +109,22 @@ class SpaceRestriction:
         return self.arrays(None)["nodes"]
 
 
-def restriction_for(space_topology: SpaceTopology, domain: GeometryDomain) -> SpaceRestriction:
-    """The restriction of `space_topology` to `domain`, made once per pair (the example
-    programs remake their domains and test fields at every step)."""
+def restriction_for(space_topology: SpaceTopology, domain: GeometryDomain,
+                    space_partition: Any = None) -> SpaceRestriction:
+    """The restriction of `space_topology` (numbered in `space_partition`, if given) to
+    `domain`, made once per pair (the example programs remake their domains and test
+    fields at every step)."""
     cache = space_topology.__dict__.setdefault("_restrictions", {})
-    key = domain.name
-    found = cache.get(key)
-    if found is None or found.domain.geometry is not domain.geometry:
-        found = SpaceRestriction(space_topology, domain)
-        cache[key] = found
+    # Domains of one name (subdomains of one kind) may hold different elements: the few
+    # made last are kept, and the one equal to `domain` serves.
+    made = cache.setdefault(domain.name, [])
+    found = next((r for r in made if r.domain == domain
+                  and r.space_partition == space_partition), None)
+    if found is None:
+        found = SpaceRestriction(space_topology, domain, space_partition)
+        made.append(found)
+        del made[:-_KEPT_PER_NAME]
     return found
+
+
+_KEPT_PER_NAME = 8

@@ -138,8 +138,11 @@ class Rewriter(ast.NodeTransformer):
 
     def operator_call(self, op: operators.Operator, node: ast.Call, args: list[ast.expr]
                       ) -> ast.AST:
-        if node.keywords:
-            raise self.error(f"fem.{op.name} takes no keyword arguments", node.keywords[0].value)
+        keywords = node.keywords
+        if op.name == "lookup":  # lookup(domain, x, guess=s): the guess is only a hint
+            keywords = [k for k in keywords if k.arg != "guess"]
+        if keywords:
+            raise self.error(f"fem.{op.name} takes no keyword arguments", keywords[0].value)
         if not args:
             raise self.error(f"fem.{op.name} needs a field or domain argument", node)
         target, first = args[0], None

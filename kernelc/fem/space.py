@@ -61,11 +61,24 @@ class ShapeBasisSpace:
 
 
 class SpacePartition:
-    """The nodes of a space that one partition owns; only whole-space partitions exist yet
-    (Warp's `WholeSpacePartition`)."""
+    """All the nodes of a space (Warp's `WholeSpacePartition`); the nodes of a geometry
+    partition are a `NodePartition` (`space_partition.py`)."""
 
     def __init__(self, space_topology: SpaceTopology) -> None:
         self.space_topology = space_topology
+
+    @property
+    def geo_partition(self) -> Any:
+        """The geometry (partition) whose nodes these are: the whole geometry."""
+        return self.space_topology.geometry
+
+    def space_node_indices(self) -> Any:
+        """The space node of each partition node (all of them, in order), a `kc.array`."""
+        return kc.array(np.arange(self.node_count(), dtype=np.int32), dtype=kc.int32)
+
+    def host_partition_indices(self, space_nodes: np.ndarray) -> np.ndarray:
+        """The partition index of each of `space_nodes` (-1 outside the partition)."""
+        return space_nodes
 
     def node_count(self) -> int:
         """Nodes in the partition."""
@@ -95,13 +108,13 @@ def make_space_partition(space: "FunctionSpace | None" = None,
                          space_topology: SpaceTopology | None = None,
                          with_halo: bool = True, device: Any = None,
                          temporary_store: Any = None) -> SpacePartition:
-    """The partition of a space's nodes; only whole-geometry partitions are supported.
+    """The nodes of a space that touch a geometry partition (all of them without one).
 
     Args:
         space: The function space (or give `space_topology`).
-        geometry_partition: Must be None or a whole geometry.
+        geometry_partition: A `GeometryPartition` (None or a geometry: the whole space).
         space_topology: The topology to partition.
-        with_halo: Accepted for Warp's sake.
+        with_halo: Whether to add the nodes of the cells across the partition's sides.
         device: Accepted for Warp's sake.
         temporary_store: Accepted for Warp's sake.
     """
@@ -110,7 +123,9 @@ def make_space_partition(space: "FunctionSpace | None" = None,
             raise ValueError("give a space or a space topology")
         space_topology = space.topology
     if geometry_partition is not None and not isinstance(geometry_partition, Geometry):
-        raise NotImplementedError("geometry partitions are not supported yet")
+        from kernelc.fem.space_partition import NodePartition
+
+        return NodePartition(space_topology, geometry_partition, with_halo)
     return SpacePartition(space_topology)
 
 
@@ -211,6 +226,9 @@ class FunctionSpace:
 
         if space_partition is None:
             space_partition = SpacePartition(self.topology)
+        elif type(space_partition) is not SpacePartition:
+            raise NotImplementedError("discrete fields on partial space partitions are not "
+                                      "supported yet")
         return DiscreteField(self, space_partition)
 
     def __eq__(self, other: object) -> bool:

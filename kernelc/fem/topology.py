@@ -162,6 +162,11 @@ def make_topology(geometry: Geometry, shape: ShapeFunction,
     `discontinuous` or of degree 0)."""
     from kernelc.fem.grid2d import Grid2D
 
+    if isinstance(geometry, Geometry) and geometry.base is not geometry:
+        # a deformed geometry numbers its nodes as its base does
+        from kernelc.fem.deformed import DeformedTopology
+
+        return DeformedTopology(geometry, make_topology(geometry.base, shape, discontinuous))
     if discontinuous or shape.ORDER == 0:
         if not isinstance(geometry, Geometry):
             raise NotImplementedError(f"function spaces on {geometry.name} are not supported yet")

@@ -17,6 +17,10 @@ from typing import Any
 from kernelc.errors import Loc
 from kernelc.types import Type
 
+# The attr of a SELECT that is min / max (`a <= b ? a : other`): its gradient goes to `a` only
+# where a != other, so a tie sends it to `b`, as Warp's adj_min / adj_max do.
+TIES_TO_OTHER = "ties_to_other"
+
 
 class OpCode(enum.Enum):
     CONST = "const"  # attr: the Python value
@@ -42,7 +46,7 @@ class OpCode(enum.Enum):
     LE = "le"
     GT = "gt"
     GE = "ge"
-    SELECT = "select"  # args: (cond, a, b)
+    SELECT = "select"  # args: (cond, a, b); attr: None or TIES_TO_OTHER
     LOAD_SLOT = "load_slot"  # attr: Slot
     TID = "tid"  # attr: (axis, ndim); ndim 0 = the linear thread index
     ARRAY_LOAD = "array_load"  # args: (array, *indices)

@@ -22,6 +22,7 @@ import numpy as np
 from kernelc.runtime import memory
 from kernelc.runtime.array_access import AccessMixin
 from kernelc.runtime.array_grad import GradMixin, copy_grads, init_grad, view_grad
+from kernelc.runtime.array_ops import ArithmeticMixin
 from kernelc.runtime.array_struct import (
     keep_field_arrays,
     struct_fill_value,
@@ -38,7 +39,7 @@ from kernelc.types import int32 as _int32
 Devicelike = Device | str | None
 
 
-class array(GradMixin, AccessMixin):
+class array(GradMixin, AccessMixin, ArithmeticMixin):
     """A strided array of 1 to 4 dimensions on a device (Warp's `wp.array`).
 
     With `data`, `shape` or `ptr` it holds memory; with none of them it is a type-only
@@ -487,7 +488,8 @@ def _view_layout(src: array, dtype: Type) -> tuple[tuple[int, ...], tuple[int, .
 
 
 def empty(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
-          requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False) -> array:
+          requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False, *,
+          n: int | None = None) -> array:
     """A new array with uninitialised contents.
 
     Args:
@@ -497,18 +499,22 @@ def empty(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
         requires_grad: Also allocate a zero-filled `.grad` (see `kc.Tape`).
         pinned: Page-locked host memory.
         retain_grad: See `array.retain_grad`.
+        n: Warp's older spelling of a 1-d `shape`.
 
     Returns:
         The new array.
     """
+    if n is not None:
+        shape = (n,)
     return array(shape=shape, dtype=dtype, device=device, requires_grad=requires_grad,
                  pinned=pinned, retain_grad=retain_grad)
 
 
 def zeros(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
-          requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False) -> array:
+          requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False, *,
+          n: int | None = None) -> array:
     """A new array of zeros (inside a kernel: a local fixed-size array). Args as `empty`."""
-    result = empty(shape, dtype, device, requires_grad, pinned, retain_grad)
+    result = empty(shape, dtype, device, requires_grad, pinned, retain_grad, n=n)
     result.zero_()
     return result
 

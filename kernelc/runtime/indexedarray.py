@@ -187,6 +187,55 @@ class indexedarray:
         self._require_memory("zero_()")
         indexed_copy.fill(self, 0)
 
+    # ---- arithmetic: on a contiguous copy (kc.map reads plain arrays), written back for
+    # the in-place forms (`z[idx] += y`, as Warp's example programs write it) -------------
+
+    def _apply(self, name: str, other: Any, reflected: bool = False) -> array:
+        from kernelc.runtime.array_ops import _map, _scalar_like
+
+        if isinstance(other, indexedarray):
+            other = other.contiguous()
+        other = _scalar_like(self, other)
+        values = self.contiguous()
+        return _map(name, other, values) if reflected else _map(name, values, other)
+
+    def _apply_in_place(self, name: str, other: Any) -> indexedarray:
+        self.assign(self._apply(name, other))
+        return self
+
+    def __add__(self, other: Any) -> array:
+        return self._apply("add", other)
+
+    def __radd__(self, other: Any) -> array:
+        return self._apply("add", other, reflected=True)
+
+    def __sub__(self, other: Any) -> array:
+        return self._apply("sub", other)
+
+    def __rsub__(self, other: Any) -> array:
+        return self._apply("sub", other, reflected=True)
+
+    def __mul__(self, other: Any) -> array:
+        return self._apply("mul", other)
+
+    def __rmul__(self, other: Any) -> array:
+        return self._apply("mul", other, reflected=True)
+
+    def __truediv__(self, other: Any) -> array:
+        return self._apply("div", other)
+
+    def __iadd__(self, other: Any) -> indexedarray:
+        return self._apply_in_place("add", other)
+
+    def __isub__(self, other: Any) -> indexedarray:
+        return self._apply_in_place("sub", other)
+
+    def __imul__(self, other: Any) -> indexedarray:
+        return self._apply_in_place("mul", other)
+
+    def __itruediv__(self, other: Any) -> indexedarray:
+        return self._apply_in_place("div", other)
+
 
 def indexed_arg_type(want: IndexedArrayType | None, value: Any, device: Device,
                      fail: Any) -> IndexedArrayType:

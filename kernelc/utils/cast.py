@@ -29,8 +29,8 @@ def array_cast(in_array: Any, out_array: Any, count: int | None = None) -> None:
     `wp.utils.array_cast`).
 
     Args:
-        in_array: The source.
-        out_array: The destination: as many scalar components per element as the source
+        in_array: The source (an array or an indexed array).
+        out_array: The destination (an array or an indexed array): as many scalar components per element as the source
             (a `vec2d` array into a `vec2` one, a `float64` one into `float32`), same device.
         count: How many elements to copy (default: all of the source).
 
@@ -39,6 +39,17 @@ def array_cast(in_array: Any, out_array: Any, count: int | None = None) -> None:
         UtilsValueError: Different devices, too short a destination, or arrays that are
             neither contiguous nor one-dimensional.
     """
+    from kernelc.runtime.indexedarray import indexedarray
+
+    # Indexed arrays (Warp's examples cast into `indexedarray(field values, nodes)`) go
+    # through contiguous copies.
+    if isinstance(in_array, indexedarray):
+        in_array = in_array.contiguous()
+    if isinstance(out_array, indexedarray):
+        staged = out_array.contiguous()
+        array_cast(in_array, staged, count)
+        out_array.assign(staged)
+        return
     check_array(in_array, "in_array")
     check_array(out_array, "out_array")
     same_device(in_array, out_array, "Input and output")

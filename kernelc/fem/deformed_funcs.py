@@ -1,0 +1,288 @@
+"""Argument structs and device funcs of deformed geometries (`deformed.py`).
+
+A deformed cell argument holds the deforming field's argument on the base geometry's
+cells (which holds the base cell argument, `arg.field.elt`); a side argument likewise on
+the base's sides. Positions and deformation gradients add the field's value and
+reference gradient to the base's (relative deformations) or are the field's alone
+(absolute positions); on a side the deformation gradient is the base side's, moved by the
+field's world gradient seen from the inner cell (F + grad u F), as in Warp. Everything
+else (inverse deformation gradients, measures, normals, measure ratios) is derived from
+the deformation gradients; the topology (side cells, side coordinates) is the base's.
+"""
+
+from types import SimpleNamespace
+from typing import Any
+
+import kernelc as kc
+from kernelc.fem.deformed_source import DeformationSource
+from kernelc.fem.types import coords_type, make_free_sample, vec_type
+
+
+def _struct(name: str, fields: dict[str, Any]) -> type:
+    return kc.struct(type(name, (), {"__annotations__": dict(fields)}))
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def deformed_funcs(name: str, base: Any, source: DeformationSource,
+                   relative: bool) -> SimpleNamespace:
+    """The structs and funcs of the deformed geometry called `name` (over `base`, moved by
+    the field whose funcs are `source`)."""
+    # The cell count is for lookups, which go through every cell.
+    CellArg = _struct(f"DeformedCellArg_{_ident(name)}", {"field": source.CellArg,
+                                                            "cell_count": int})
+    SideArg = _struct(f"DeformedSideArg_{_ident(name)}", {"field": source.SideArg,
+                                                            "cell_count": int})
+    funcs = {"CellArg": CellArg, "SideArg": SideArg, "FieldCellArg": source.CellArg,
+             "FieldSideArg": source.SideArg}
+    funcs.update(_placement_funcs(CellArg, SideArg, base, source, relative))
+    funcs.update(_topology_funcs(CellArg, SideArg, base, source))
+    funcs.update(_cell_metric_funcs(CellArg, base, funcs["cell_deformation_gradient"]))
+    funcs.update(_side_metric_funcs(SideArg, base, funcs))
+    funcs["cell_lookup"] = cell_newton_lookup(CellArg, base, funcs["cell_position"],
+                                              funcs["cell_inverse_deformation_gradient"])
+    return SimpleNamespace(**funcs)
+
+
+def _placement_funcs(CellArg: type, SideArg: type, base: Any, source: DeformationSource,
+                     relative: bool) -> dict[str, Any]:
+    """Positions and deformation gradients of cells and sides."""
+    cell_value, cell_gradient = source.cell_value, source.cell_reference_gradient
+    side_value, side_gradient = source.side_value, source.side_gradient
+    base_cell_position, base_side_position = base.cell_position, base.side_position
+    base_cell_gradient = base.cell_deformation_gradient
+    base_side_gradient = base.side_deformation_gradient
+
+    @kc.func
+    def cell_position(arg: CellArg, s: Any):
+        if kc.static(relative):
+            return cell_value(arg.field, s) + base_cell_position(arg.field.elt, s)
+        else:
+            return cell_value(arg.field, s)
+
+    @kc.func
+    def cell_deformation_gradient(arg: CellArg, s: Any):
+        if kc.static(relative):
+            return cell_gradient(arg.field, s) + base_cell_gradient(arg.field.elt, s)
+        else:
+            return cell_gradient(arg.field, s)
+
+    @kc.func
+    def side_position(arg: SideArg, s: Any):
+        if kc.static(relative):
+            return side_value(arg.field, s) + base_side_position(arg.field.elt, s)
+        else:
+            return side_value(arg.field, s)
+
+    @kc.func
+    def side_deformation_gradient(arg: SideArg, s: Any):
+        F = base_side_gradient(arg.field.elt, s)
+        moved = side_gradient(arg.field, s) * F
+        if kc.static(relative):
+            return F + moved
+        else:
+            return moved
+
+    return {"cell_position": cell_position, "cell_deformation_gradient": cell_deformation_gradient,
+            "side_position": side_position, "side_deformation_gradient": side_deformation_gradient}
+
+
+def _topology_funcs(CellArg: type, SideArg: type, base: Any,
+                    source: DeformationSource) -> dict[str, Any]:
+    """Side-to-cell maps: the base geometry's, and the side argument's cell argument."""
+    inner, outer = base.side_inner_cell_index, base.side_outer_cell_index
+    inner_coords, outer_coords = base.side_inner_cell_coords, base.side_outer_cell_coords
+    from_cell = base.side_from_cell_coords
+    field_to_cells = source.side_to_cell
+
+    @kc.func
+    def side_inner_cell_index(arg: SideArg, side_index: int):
+        return inner(arg.field.elt, side_index)
+
+    @kc.func
+    def side_outer_cell_index(arg: SideArg, side_index: int):
+        return outer(arg.field.elt, side_index)
+
+    @kc.func
+    def side_inner_cell_coords(arg: SideArg, side_index: int, side_coords: Any):
+        return inner_coords(arg.field.elt, side_index, side_coords)
+
+    @kc.func
+    def side_outer_cell_coords(arg: SideArg, side_index: int, side_coords: Any):
+        return outer_coords(arg.field.elt, side_index, side_coords)
+
+    @kc.func
+    def side_from_cell_coords(arg: SideArg, side_index: int, cell_index: int, cell_coords: Any):
+        return from_cell(arg.field.elt, side_index, cell_index, cell_coords)
+
+    @kc.func
+    def side_to_cell_arg(arg: SideArg):
+        out = CellArg()
+        out.field = field_to_cells(arg.field)
+        out.cell_count = arg.cell_count
+        return out
+
+    return {"side_inner_cell_index": side_inner_cell_index,
+            "side_outer_cell_index": side_outer_cell_index,
+            "side_inner_cell_coords": side_inner_cell_coords,
+            "side_outer_cell_coords": side_outer_cell_coords,
+            "side_from_cell_coords": side_from_cell_coords, "side_to_cell_arg": side_to_cell_arg}
+
+
+def _cell_metric_funcs(CellArg: type, base: Any, gradient: Any) -> dict[str, Any]:
+    """Inverse deformation gradient, measure and normal of cells, from their deformation
+    gradient (dimension x cell dimension): inverse or pseudo-inverse, |det F| or the
+    length of the columns' cross product (surfaces), times the reference cell's measure."""
+    scalar, dim = base.scalar_type, base.dimension
+    flat = base.cell_dimension == dim
+    reference = scalar(base.reference_cell().measure)
+    vec = vec_type(dim, scalar)
+
+    @kc.func
+    def cell_inverse_deformation_gradient(arg: CellArg, s: Any):
+        F = gradient(arg, s)
+        if kc.static(flat):
+            return kc.inverse(F)
+        else:
+            Ft = kc.transpose(F)
+            return kc.inverse(Ft * F) * Ft
+
+    @kc.func
+    def cell_measure(arg: CellArg, s: Any):
+        F = gradient(arg, s)
+        if kc.static(flat):
+            return kc.abs(kc.determinant(F)) * reference
+        else:
+            Ft = kc.transpose(F)
+            return kc.length(kc.cross(Ft[0], Ft[1])) * reference
+
+    @kc.func
+    def cell_normal(arg: CellArg, s: Any):
+        if kc.static(flat):
+            return vec(scalar(0.0))
+        else:
+            Ft = kc.transpose(gradient(arg, s))
+            return kc.normalize(kc.cross(Ft[0], Ft[1]))
+
+    return {"cell_inverse_deformation_gradient": cell_inverse_deformation_gradient,
+            "cell_measure": cell_measure, "cell_normal": cell_normal}
+
+
+def _side_metric_funcs(SideArg: type, base: Any, funcs: dict[str, Any]) -> dict[str, Any]:
+    """Measures, normals and measure ratios of sides, and the inverse deformation gradients
+    of their cells (called with the sample moved into that cell)."""
+    scalar, dim = base.scalar_type, base.dimension
+    edge = base.reference_side().dimension == 1  # the gradient is a vector
+    planar_edge = edge and dim == 2
+    reference = scalar(base.reference_side().measure)
+    gradient, to_cells = funcs["side_deformation_gradient"], funcs["side_to_cell_arg"]
+    inverse_gradient = funcs["cell_inverse_deformation_gradient"]
+    cell_measure, cell_normal = funcs["cell_measure"], funcs["cell_normal"]
+    inner, outer = funcs["side_inner_cell_index"], funcs["side_outer_cell_index"]
+    inner_coords, outer_coords = funcs["side_inner_cell_coords"], funcs["side_outer_cell_coords"]
+    vec2 = vec_type(2, scalar)
+
+    @kc.func
+    def side_measure(arg: SideArg, s: Any):
+        F = gradient(arg, s)
+        if kc.static(edge):
+            return kc.length(F) * reference
+        else:
+            Ft = kc.transpose(F)
+            return kc.length(kc.cross(Ft[0], Ft[1])) * reference
+
+    @kc.func
+    def side_normal(arg: SideArg, s: Any):
+        F = gradient(arg, s)
+        if kc.static(planar_edge):
+            return kc.normalize(vec2(F[1], -F[0]))
+        elif kc.static(edge):  # an edge of a surface: in the surface, out of the inner cell
+            cell = make_free_sample(inner(arg, s.element_index),
+                                    inner_coords(arg, s.element_index, s.element_coords))
+            return kc.normalize(kc.cross(F, cell_normal(to_cells(arg), cell)))
+        else:
+            Ft = kc.transpose(F)
+            return kc.normalize(kc.cross(Ft[0], Ft[1]))
+
+    @kc.func
+    def side_measure_ratio(arg: SideArg, s: Any):
+        cells = to_cells(arg)
+        inner_s = make_free_sample(inner(arg, s.element_index),
+                                   inner_coords(arg, s.element_index, s.element_coords))
+        outer_s = make_free_sample(outer(arg, s.element_index),
+                                   outer_coords(arg, s.element_index, s.element_coords))
+        return side_measure(arg, s) / kc.min(cell_measure(cells, inner_s),
+                                             cell_measure(cells, outer_s))
+
+    @kc.func
+    def side_inner_inverse_deformation_gradient(arg: SideArg, cell_s: Any):
+        return inverse_gradient(to_cells(arg), cell_s)
+
+    @kc.func
+    def side_outer_inverse_deformation_gradient(arg: SideArg, cell_s: Any):
+        return inverse_gradient(to_cells(arg), cell_s)
+
+    return {"side_measure": side_measure, "side_normal": side_normal,
+            "side_measure_ratio": side_measure_ratio,
+            "side_inner_inverse_deformation_gradient": side_inner_inverse_deformation_gradient,
+            "side_outer_inverse_deformation_gradient": side_outer_inverse_deformation_gradient}
+
+
+_NEWTON_STEPS = 8
+
+
+def cell_newton_lookup(CellArg: type, base: Any, cell_position: Any,
+                       inverse_gradient: Any) -> Any:
+    """A func (cell arg, position) -> Sample of the closest point of the closest cell,
+    found in every cell by Newton steps from its centre, clamped into the reference cell
+    after each step (the cells are curved, so no closed form; Warp uses a BVH instead)."""
+    scalar = base.scalar_type
+    Coords = coords_type(scalar)
+    element = base.reference_cell()
+    simplex, barycentric = element.name in ("TRIANGLE", "TETRAHEDRON"), element.name == "TRIANGLE"
+    planar = base.cell_dimension == 2
+    center = Coords(*element.center)
+    zero, one = scalar(0.0), scalar(1.0)
+
+    @kc.func
+    def step(coords: Any, delta: Any):
+        # Reference coordinates move by delta; triangles keep (l0, l1, l2) barycentric.
+        if kc.static(barycentric):
+            return coords + Coords(-delta[0] - delta[1], delta[0], delta[1])
+        elif kc.static(planar):
+            return coords + Coords(delta[0], delta[1], zero)
+        else:
+            return coords + Coords(delta[0], delta[1], delta[2])
+
+    @kc.func
+    def clamp_to_cell(c: Any):
+        p = Coords(kc.max(c[0], zero), kc.max(c[1], zero), kc.max(c[2], zero))
+        if kc.static(not simplex):
+            p = Coords(kc.min(p[0], one), kc.min(p[1], one), kc.min(p[2], one))
+        elif kc.static(barycentric):
+            p = p / (p[0] + p[1] + p[2])
+        elif p[0] + p[1] + p[2] > one:
+            p = p / (p[0] + p[1] + p[2])
+        return p
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any):
+        best = -1
+        best_coords = Coords(scalar(-1.0e8))
+        best_dist = scalar(3.0e38)
+        for cell in range(arg.cell_count):
+            coords = center
+            for _k in range(_NEWTON_STEPS):
+                s = make_free_sample(cell, coords)
+                delta = inverse_gradient(arg, s) * (pos - cell_position(arg, s))
+                coords = clamp_to_cell(step(coords, delta))
+            dist = kc.length_sq(pos - cell_position(arg, make_free_sample(cell, coords)))
+            if dist < best_dist:
+                best_dist = dist
+                best = cell
+                best_coords = coords
+        return make_free_sample(best, best_coords)
+
+    return cell_lookup

@@ -1,0 +1,241 @@
+"""`fem.PicQuadrature`: particles as quadrature points (Warp's `warp.fem.PicQuadrature`,
+for particle-in-cell and material point methods).
+
+Each particle is found in a cell of the domain (by world position, with the domain's
+lookup, or given as (cell, coordinates)); the points of a cell are its particles, by
+increasing particle index, and a point's index (`s.qp_index`) is its particle's. A
+particle's weight is its measure over its cell's measure at the particle (so that
+weight x cell measure, what integrals sum, is the particle's measure), or without
+measures one over the number of particles in the cell. Particles are binned on the host:
+by geometry cell, or with `use_domain_element_indices` by the cell's index in the domain.
+Integrals over it run kernels of their own (`pic_kernels.py`): the number of points
+varies from cell to cell.
+"""
+
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc.fem.domain import GeometryDomain
+from kernelc.fem.quadrature import Quadrature
+from kernelc.fem.types import (
+    NULL_ELEMENT_INDEX,
+    OUTSIDE,
+    ElementKind,
+    coords_type,
+    make_free_sample,
+)
+
+
+class PicQuadrature(Quadrature):
+    """Quadrature at particles spread over the cells of `domain`.
+
+    Args:
+        domain: A domain of cells (of a geometry or a geometry partition).
+        positions: The particles' world positions (a `kc.array` of vectors), or a tuple
+            (cell indices, cell coordinates) of arrays, or (cell indices, coordinates,
+            fractions), the fractions multiplying the weights.
+        measures: Each particle's measure (area or volume), a `kc.array`; None shares each
+            cell among its particles.
+        requires_grad: Accepted for Warp's sake.
+        max_dist: Accepted for Warp's sake: particles found in cells outside a partition
+            are left out (Warp also looks for partition cells nearby).
+        use_domain_element_indices: Bin by the cells' indices in the domain instead of in
+            the geometry (cell indices given in `positions` are then domain indices).
+        env_indices: Not supported (environments).
+        temporary_store: Accepted for Warp's sake.
+
+    Raises:
+        ValueError: A domain of sides, arrays of different lengths, or measures of the
+            wrong length.
+    """
+
+    def __init__(self, domain: GeometryDomain, positions: Any, measures: Any = None,
+                 requires_grad: bool = False, max_dist: float = 0.0,
+                 use_domain_element_indices: bool = False, env_indices: Any = None,
+                 temporary_store: Any = None) -> None:
+        super().__init__(domain)
+        if domain.element_kind != ElementKind.CELL:
+            raise ValueError("PicQuadrature needs a domain of cells")
+        if env_indices is not None:
+            raise NotImplementedError("environment indices are not supported yet")
+        self._by_domain = bool(use_domain_element_indices)
+        self._scalar = domain.geometry.scalar_type
+        self._bin(positions, measures)
+        self._device_arrays: dict[str, tuple] = {}
+
+    @property
+    def name(self) -> str:
+        scope = "domain" if self._by_domain else "geometry"
+        return f"PicQuadrature_{self._domain.name}_{scope}"
+
+    @property
+    def uses_domain_element_indices(self) -> bool:
+        """Whether particles are binned by domain element (else by geometry cell)."""
+        return self._by_domain
+
+    def total_point_count(self) -> int:
+        """Number of particles."""
+        return self._particle_count
+
+    def evaluation_point_count(self) -> int:
+        """Number of particles placed in a cell of the domain."""
+        return len(self._point_particle)
+
+    def max_points_per_element(self) -> int:
+        """Largest number of particles in one cell."""
+        return int(np.diff(self._offsets).max(initial=0))
+
+    def active_cell_count(self) -> int:
+        """Number of cells holding at least one particle."""
+        return int(np.count_nonzero(np.diff(self._offsets)))
+
+    @property
+    def cell_particle_offsets(self) -> Any:
+        """Where each bin's particles start in `cell_particle_indices` (one more entry
+        than bins), a `kc.array`."""
+        return self.pic_arrays()[0]
+
+    @property
+    def cell_particle_indices(self) -> Any:
+        """The particles of each bin, bin after bin, a `kc.array`."""
+        return self.pic_arrays()[1]
+
+    def fill_element_mask(self, mask: Any) -> None:
+        """Sets `mask[i]` to 1 for bins holding particles, 0 for the others."""
+        mask.assign(np.where(np.diff(self._offsets) > 0, 1, 0).astype(np.int32)[
+            : mask.shape[0]])
+
+    def pic_arrays(self, device: Any = None) -> tuple:
+        """(bin offsets, particle index, coordinates and weight of each point), as
+        `kc.array`s on `device`."""
+        key = str(kc.get_device(device))
+        if key not in self._device_arrays:
+            self._device_arrays[key] = (
+                kc.array(self._offsets, dtype=kc.int32, device=device),
+                kc.array(self._point_particle, dtype=kc.int32, device=device),
+                kc.array(self._point_coords, dtype=coords_type(self._scalar), device=device),
+                kc.array(self._point_weights, dtype=self._scalar, device=device))
+        return self._device_arrays[key]
+
+    def run_type(self) -> type:
+        """The `integrate` launches for this quadrature (`pic_kernels.PicRun`)."""
+        from kernelc.fem.pic_kernels import PicRun
+
+        return PicRun
+
+    # ---- binning -----------------------------------------------------------------------
+
+    def _bin(self, positions: Any, measures: Any) -> None:
+        domain = self._domain
+        fractions = None
+        if isinstance(positions, kc.array):
+            cells, coords = _locate(domain, positions)
+            if self._by_domain:  # geometry cell -> domain element (-1 outside the domain)
+                to_domain = np.full(domain.geometry_element_count(), NULL_ELEMENT_INDEX,
+                                    dtype=np.int64)
+                elements = domain.element_indices()
+                to_domain[elements] = np.arange(len(elements))
+                cells = np.where(cells >= 0, to_domain[np.maximum(cells, 0)], -1)
+            else:
+                inside = np.zeros(domain.geometry_element_count() + 1, dtype=bool)
+                inside[domain.element_indices()] = True
+                cells = np.where(inside[cells], cells, -1)
+        else:
+            if len(positions) not in (2, 3):
+                raise ValueError("positions must be an array, or a tuple (cell indices, "
+                                 "coordinates[, fractions])")
+            arrays = [np.asarray(a.numpy() if isinstance(a, kc.array) else a)
+                      for a in positions]
+            if any(a.shape[0] != arrays[0].shape[0] for a in arrays):
+                raise ValueError("Cell index, coordinates and fraction arrays must have the "
+                                 "same shape")
+            cells, coords = arrays[0].astype(np.int64).reshape(-1), arrays[1].reshape(-1, 3)
+            fractions = arrays[2].reshape(-1) if len(arrays) == 3 else None
+        self._particle_count = len(cells)
+        bins = domain.element_count() if self._by_domain else domain.geometry_element_count()
+        valid = (cells >= 0) & (cells < bins)
+        order = np.argsort(np.where(valid, cells, bins), kind="stable")[: valid.sum()]
+        self._offsets = np.concatenate([[0], np.cumsum(np.bincount(cells[order],
+                                                                   minlength=bins))])
+        self._point_particle = order.astype(np.int32)
+        np_scalar = kc.types.as_type(self._scalar).np_dtype.type
+        self._point_coords = np.ascontiguousarray(coords[order], dtype=np_scalar)
+        self._point_weights = self._weights(cells[order], measures, fractions, np_scalar)
+
+    def _weights(self, bins: np.ndarray, measures: Any, fractions: Any,
+                 np_scalar: Any) -> np.ndarray:
+        order = self._point_particle
+        if measures is None:
+            counts = np.diff(self._offsets)[bins]
+            weights = np_scalar(1.0) / counts.astype(np_scalar)
+        else:
+            values = np.asarray(measures.numpy() if isinstance(measures, kc.array)
+                                else measures).reshape(-1)
+            if values.shape != (self._particle_count,):
+                raise ValueError("Measures should be an 1d array or length equal to particle "
+                                 "count")
+            cells = self._domain.element_indices()[bins] if self._by_domain else bins
+            cell_measures = _cell_measures(self._domain, cells, self._point_coords)
+            weights = values[order].astype(np_scalar) / cell_measures
+        if fractions is not None:
+            weights = weights * fractions[order].astype(np_scalar)
+        return np.ascontiguousarray(weights, dtype=np_scalar)
+
+
+# ---- kernels of the binning: lookups and cell measures, one per domain kind ----------------
+
+_KERNELS: dict[tuple, Any] = {}
+
+
+def _locate(domain: GeometryDomain, positions: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(geometry cell, cell coordinates) of each position, by the domain's lookup."""
+    key = ("locate", domain.name, repr(kc.types.as_type(positions.dtype)))
+    if key not in _KERNELS:
+        lookup, Coords = domain.element_lookup, coords_type(domain.geometry.scalar_type)
+        ElementArg, Position = domain.ElementArg, positions.dtype
+
+        @kc.kernel(enable_backward=False)
+        def pic_locate(elt_arg: ElementArg, points: kc.array(dtype=Position),
+                       cells: kc.array(dtype=int), coords: kc.array(dtype=Coords)):
+            p = kc.tid()
+            s = lookup(elt_arg, points[p])
+            cells[p] = s.element_index
+            coords[p] = s.element_coords
+
+        _KERNELS[key] = pic_locate
+    n = positions.shape[0]
+    cells = kc.full(n, NULL_ELEMENT_INDEX, dtype=kc.int32, device=positions.device)
+    coords = kc.full(n, coords_type(domain.geometry.scalar_type)(OUTSIDE),
+                     dtype=coords_type(domain.geometry.scalar_type), device=positions.device)
+    if n:
+        kc.launch(_KERNELS[key], dim=n, inputs=[domain.element_arg_value(positions.device),
+                                               positions, cells, coords],
+                  device=positions.device)
+    return cells.numpy().astype(np.int64), coords.numpy()
+
+
+def _cell_measures(domain: GeometryDomain, cells: np.ndarray, coords: np.ndarray) -> np.ndarray:
+    """The measure of each of `cells` at the points of cell coordinates `coords`."""
+    scalar = domain.geometry.scalar_type
+    key = ("measure", domain.name)
+    if key not in _KERNELS:
+        measure, Coords, ElementArg = domain.element_measure, coords_type(scalar), domain.ElementArg
+
+        @kc.kernel(enable_backward=False)
+        def pic_cell_measures(elt_arg: ElementArg, cells: kc.array(dtype=int),
+                              coords: kc.array(dtype=Coords), out: kc.array(dtype=scalar)):
+            p = kc.tid()
+            out[p] = measure(elt_arg, make_free_sample(cells[p], coords[p]))
+
+        _KERNELS[key] = pic_cell_measures
+    out = kc.full(len(cells), np.nan, dtype=scalar)
+    if len(cells):
+        kc.launch(_KERNELS[key], dim=len(cells), inputs=[
+            domain.element_arg_value(), kc.array(cells.astype(np.int32), dtype=kc.int32),
+            kc.array(coords, dtype=coords_type(scalar)), out])
+    return out.numpy()
+
+
+__all__ = ["PicQuadrature"]

@@ -1,0 +1,114 @@
+"""The nodes of a space that a geometry partition touches (Warp's `NodePartition`, made by
+`make_space_partition(space_topology=..., geometry_partition=...)`), numbered as Warp
+numbers them, computed on the host with NumPy.
+
+Nodes fall in categories, in this order: owned interior (on the partition's cells only),
+owned frontier (on its cells and on a frontier side), halo nodes of its own sides (on the
+cells across them), halo nodes of frontier sides owned by other partitions; the
+partition's nodes are these, category after category, each by increasing space node.
+Without the halo, only the owned nodes (all counted as interior).
+"""
+
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc.fem.partition import GeometryPartition
+from kernelc.fem.space import SpacePartition
+from kernelc.fem.topology import SpaceTopology
+
+_OWNED_INTERIOR, _OWNED_FRONTIER, _HALO_LOCAL, _HALO_OTHER, _EXTERIOR = range(5)
+
+
+class NodePartition(SpacePartition):
+    """The nodes of `space_topology` touching the cells (and, with the halo, the sides) of
+    `geo_partition`.
+
+    Args:
+        space_topology: The space's topology.
+        geo_partition: The geometry partition.
+        with_halo: Whether to add the nodes of cells across the partition's sides.
+
+    Raises:
+        ValueError: The partition is not of the space's geometry.
+    """
+
+    def __init__(self, space_topology: SpaceTopology, geo_partition: GeometryPartition,
+                 with_halo: bool = True) -> None:
+        super().__init__(space_topology)
+        if geo_partition.geometry is not space_topology.geometry:
+            raise ValueError("the geometry partition must be of the space's geometry")
+        self._geo_partition = geo_partition
+        self._with_halo = with_halo
+        category = self._categories()
+        order = np.argsort(category, kind="stable")  # by category, then by node
+        counts = np.bincount(category, minlength=_EXTERIOR + 1)
+        self._offsets = np.concatenate([[0], np.cumsum(counts)])
+        self._nodes = np.ascontiguousarray(order[: self._offsets[_EXTERIOR]], dtype=np.int32)
+        self._to_partition = np.full(space_topology.node_count(), -1, dtype=np.int32)
+        self._to_partition[self._nodes] = np.arange(len(self._nodes), dtype=np.int32)
+        self._device_nodes: dict[str, Any] = {}
+
+    def _categories(self) -> np.ndarray:
+        topology, part = self.space_topology, self._geo_partition
+        category = np.full(topology.node_count(), _EXTERIOR, dtype=np.int64)
+        cells = part.host_element_indices("cells")
+        category[topology.host_element_nodes()[cells].reshape(-1)] = _OWNED_INTERIOR
+        if not self._with_halo:
+            return category
+        own_sides = topology.host_side_nodes(part.host_element_indices("sides")).reshape(-1)
+        category[own_sides[category[own_sides] == _EXTERIOR]] = _HALO_LOCAL
+        frontier = np.unique(topology.host_side_nodes(
+            part.host_element_indices("frontier_sides")).reshape(-1))
+        before = category[frontier]
+        category[frontier[before == _EXTERIOR]] = _HALO_OTHER
+        category[frontier[before == _OWNED_INTERIOR]] = _OWNED_FRONTIER
+        return category
+
+    @property
+    def geo_partition(self) -> GeometryPartition:
+        """The geometry partition."""
+        return self._geo_partition
+
+    @property
+    def name(self) -> str:
+        return f"{self.space_topology.name}_{self._geo_partition.name}_NodePartition"
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def node_count(self) -> int:
+        """Nodes of the partition, halo included."""
+        return int(self._offsets[_EXTERIOR])
+
+    def owned_node_count(self) -> int:
+        """Nodes on the partition's cells."""
+        return int(self._offsets[_HALO_LOCAL])
+
+    def interior_node_count(self) -> int:
+        """Nodes on the partition's cells and on none of its frontier sides."""
+        return int(self._offsets[_OWNED_FRONTIER])
+
+    def space_node_indices(self) -> Any:
+        """The space node of each partition node, a `kc.array` of int."""
+        key = str(kc.get_device())
+        if key not in self._device_nodes:
+            self._device_nodes[key] = kc.array(self._nodes, dtype=kc.int32)
+        return self._device_nodes[key]
+
+    def host_space_node_indices(self) -> np.ndarray:
+        """The space node of each partition node (read-only int32)."""
+        out = self._nodes.view()
+        out.setflags(write=False)
+        return out
+
+    def host_partition_indices(self, space_nodes: np.ndarray) -> np.ndarray:
+        """The partition index of each of `space_nodes` (-1 outside the partition)."""
+        return self._to_partition[space_nodes]
+
+
+__all__ = ["NodePartition"]
