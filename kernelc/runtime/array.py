@@ -387,7 +387,7 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         """
         self._require_memory("view()")
         resolved = memory.resolve_dtype(dtype)
-        shape, strides = _view_layout(self, resolved)
+        shape, strides = memory.view_layout(self.shape, self.strides, self.dtype, resolved)
         view = array._over(self._alloc, self.ptr, shape, strides, resolved, self.pinned)
         view._ref = self
         return view_grad(view, None if self._grad is None else self._grad.view(resolved))
@@ -452,36 +452,6 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         memory.copy_array(self, src)
         if self._grad is not None and src._grad is not None:
             copy_grads(self, src, 0, 0, src.size, None)
-
-
-def _view_layout(src: array, dtype: Type) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The shape and strides of `src` seen as elements of `dtype` (see `array.view`)."""
-    if dtype.size == src.dtype.size:
-        return src.shape, src.strides
-    source = src.dtype
-    if isinstance(dtype, ScalarType) and isinstance(source, (VectorType, MatrixType)):
-        if dtype.size != source.dtype.size:
-            raise TypeError(f"cannot view an array of {source!r} as {dtype!r}: its "
-                            f"{source.dtype!r} components are {source.dtype.size} bytes, "
-                            f"{dtype!r} is {dtype.size}")
-        inner = element_layout(source)[1]
-        return (*src.shape, *inner), (*src.strides, *contiguous_strides(inner, dtype.size))
-    if isinstance(source, ScalarType) and isinstance(dtype, (VectorType, MatrixType)):
-        if source.size != dtype.dtype.size:
-            raise TypeError(f"cannot view an array of {source!r} as {dtype!r}: its "
-                            f"components are {dtype.dtype.size} bytes, {source!r} is "
-                            f"{source.size}")
-        inner = element_layout(dtype)[1]
-        if src.shape[-len(inner):] != inner or src.ndim < len(inner):
-            raise ValueError(f"cannot view an array of shape {src.shape} as {dtype!r}: its "
-                             f"trailing dimensions must be {inner}")
-        if src.strides[-len(inner):] != contiguous_strides(inner, source.size):
-            raise ValueError(f"cannot view an array with strides {src.strides} as {dtype!r}: "
-                             "its trailing dimensions must be contiguous")
-        # A single element would give a 0-d array, which arrays cannot be: keep one axis.
-        return src.shape[:-len(inner)] or (1,), src.strides[:-len(inner)] or (dtype.size,)
-    raise TypeError(f"cannot view an array of {source!r} ({source.size} bytes) as {dtype!r} "
-                    f"({dtype.size} bytes)")
 
 
 # ---- constructors ------------------------------------------------------------------------

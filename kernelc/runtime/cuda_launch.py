@@ -263,7 +263,7 @@ def _check_error(cmd: CudaLaunch, handle: Any) -> None:
 def check_deterministic_cuda(kernel: Any, compiled: Any) -> None:
     """Raises `WarpDeterminismError` for a kernel with order-dependent atomics when its
     deterministic mode is set: the CUDA backend cannot order its threads' updates yet."""
-    from kernelc.runtime.launch import deterministic_mode
+    from kernelc.runtime.expand import deterministic_mode
 
     mode = deterministic_mode(kernel)
     if not mode:

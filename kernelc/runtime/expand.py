@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from kernelc.config import ReduceMode, config
+from kernelc.config import DeterministicMode, ReduceMode, config
+from kernelc.runtime.context import get_runtime
 from kernelc.runtime.memory import contiguous_strides
 
 
@@ -32,6 +33,51 @@ def reduce_mode(kernel: Any) -> ReduceMode:
     if not isinstance(mode, ReduceMode):
         raise TypeError(f"reduce_mode must be a kc.ReduceMode, got {mode!r}")
     return mode
+
+
+def deterministic_mode(kernel: Any) -> DeterministicMode:
+    """The kernel's module's `deterministic` option (`kc.set_module_options`), else
+    `kc.config.deterministic`."""
+    options = get_runtime().extras.get("module_options", {}).get(kernel.module)
+    mode = None if options is None else options.get("deterministic")
+    return config.deterministic if mode is None else mode
+
+
+def plan_atomics(kernel: Any, compiled: Any, args: ctypes.Structure, values: Sequence[Any],
+                 size: int, one_thread: bool) -> tuple[ExpandedRun | None, Any, bool]:
+    """How a CPU launch carries out its atomics: (private copies or None, the compiled
+    variant to run, whether its threads run one after another), from the deterministic
+    mode, the reduce mode and the launch's size (`one_thread`: one thread runs it all)."""
+    mode = (deterministic_mode(kernel) if compiled.order_dependent and not one_thread
+            else DeterministicMode.NOT_GUARANTEED)
+    chosen = kernel.options.get("reduce_mode") or config.reduce_mode is not ReduceMode.Direct
+    if not (mode or chosen or (compiled.order_dependent and not one_thread)):
+        return None, compiled, False
+    from kernelc.runtime.launch_alias import overlapping
+
+    aliased = overlapping(values, compiled.params)
+    if not (mode or chosen):
+        # The default mode: small accumulators are cheaper summed in private copies.
+        plan = small_targets_run(kernel, compiled, args, values, size, aliased)
+    elif mode:
+        plan = (deterministic_run(kernel, compiled, args, values, aliased)
+                if mode is DeterministicMode.RUN_TO_RUN else None)
+        if plan is None:
+            return None, single_thread_variant(kernel, compiled, values, aliased,
+                                               any_mode=True), True
+    elif one_thread:
+        # One thread runs it all: nothing contends, so nothing to expand.
+        if compiled.has_loops or size >= 16384:
+            return None, single_thread_variant(kernel, compiled, values, aliased), False
+        return None, compiled, False
+    else:
+        plan = expanded_run(kernel, compiled, args, values, aliased)
+    if plan is not None:
+        from kernelc.runtime.compiler import get_cpu_kernel
+
+        # Each worker owns its copies: the variant whose atomics on them are plain.
+        plan.cfunc = get_cpu_kernel(kernel, compiled.params, expanded=True).cfunc
+    return plan, compiled, False
 
 
 def expanded_run(kernel: Any, compiled: Any, args: ctypes.Structure, values: Sequence[Any],

@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 
 from kernelc import types as T
-from kernelc.config import DeterministicMode, ReduceMode, config
+from kernelc.config import config
 from kernelc.errors import KernelError, KernelRuntimeError, render_caret
 from kernelc.runtime.array_interop import is_torch_tensor
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
-from kernelc.runtime.launch_alias import overlapping, pick_variant, repick_variant
+from kernelc.runtime.launch_alias import pick_variant, repick_variant
 from kernelc.timing.flags import TIMING_KERNEL, TIMING_KERNEL_BUILTIN
 from kernelc.timing.history import JitFlag, launch_record  # noqa: E402
 from kernelc.timing.trace import active_sink
@@ -301,46 +301,12 @@ class Launch:
         self.args = pack_args(self.compiled, self.values, self.dims)
         self.args.error = ctypes.addressof(self.error)
         self._args_ptr = ctypes.addressof(self.args)
-        self.expand = None  # ReduceMode.Expand's private copies, if the kernel asks for them
-        self.variant = self.compiled  # what runs: `compiled`, or its plain-update variant
-        self.in_order = False  # run the threads one after another (a deterministic mode)
-        one_thread = runs_inline(self.compiled, self.size) or config.num_threads < 2
-        mode = (deterministic_mode(self.kernel) if self.compiled.order_dependent and not one_thread
-                else DeterministicMode.NOT_GUARANTEED)
-        chosen = self.kernel.options.get("reduce_mode") or config.reduce_mode is not ReduceMode.Direct
-        if not (mode or chosen or (self.compiled.order_dependent and not one_thread)):
-            return
-        from kernelc.runtime import expand
+        # How atomics run: per-worker copies (`expand`), the plain-update variant, in order.
+        from kernelc.runtime.expand import plan_atomics
 
-        aliased = overlapping(self.values, self.compiled.params)
-        if not (mode or chosen):
-            # The default mode: small accumulators are cheaper summed in private copies.
-            self.expand = expand.small_targets_run(self.kernel, self.compiled, self.args,
-                                                   self.values, self.size, aliased)
-        elif mode:
-            if mode is DeterministicMode.RUN_TO_RUN:
-                self.expand = expand.deterministic_run(self.kernel, self.compiled, self.args,
-                                                       self.values, aliased)
-            if self.expand is None:
-                self.in_order = True
-                self.variant = expand.single_thread_variant(
-                    self.kernel, self.compiled, self.values, aliased, any_mode=True)
-                return
-        elif one_thread:
-            # One thread runs it all: nothing contends, so nothing to expand.
-            if self.compiled.has_loops or self.size >= 16384:
-                self.variant = expand.single_thread_variant(
-                    self.kernel, self.compiled, self.values, aliased)
-            return
-        else:
-            self.expand = expand.expanded_run(self.kernel, self.compiled, self.args,
-                                              self.values, aliased)
-        if self.expand is not None:
-            from kernelc.runtime.compiler import get_cpu_kernel
-
-            # Each worker owns its copies: the variant whose atomics on them are plain.
-            self.expand.cfunc = get_cpu_kernel(self.kernel, self.compiled.params,
-                                               expanded=True).cfunc
+        self.expand, self.variant, self.in_order = plan_atomics(
+            self.kernel, self.compiled, self.args, self.values, self.size,
+            runs_inline(self.compiled, self.size) or config.num_threads < 2)
 
     def launch(self) -> None:
         if self.size == 0:
@@ -593,14 +559,6 @@ def _module_block_dim(kernel) -> int | None:
     """The `block_dim` set with `kc.set_module_options` for the kernel's module, if any."""
     options = get_runtime().extras.get("module_options", {}).get(kernel.module)
     return None if options is None else options.get("block_dim")
-
-
-def deterministic_mode(kernel) -> DeterministicMode:
-    """The kernel's module's `deterministic` option (`kc.set_module_options`), else
-    `kc.config.deterministic`."""
-    options = get_runtime().extras.get("module_options", {}).get(kernel.module)
-    mode = None if options is None else options.get("deterministic")
-    return config.deterministic if mode is None else mode
 
 
 def _check_strides(kernel, names, types, values) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.runtime import launch as L
+from kernelc.runtime.launch_alias import overlapping
 
 _GONE = object()  # what a dead weak reference compares as: nothing a caller can pass
 _WeakRef = weakref.ReferenceType
@@ -165,7 +166,7 @@ def same_or_repacked(kernel, last: LaunchMemo, values: list) -> bool:
             new_values[i] = values[i]
         # The variant depends on whether the arrays overlap: if that changed, the slow
         # path packs the launch again with the other variant.
-        if L.overlapping(new_values, params) == cmd.disjoint:
+        if overlapping(new_values, params) == cmd.disjoint:
             return False
     for i in changed:
         v = values[i]

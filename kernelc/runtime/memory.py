@@ -475,3 +475,34 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
         from kernelc.runtime.array_grad import copy_grads
 
         copy_grads(dest, src, dest_offset, src_offset, n, stream)
+
+
+def view_layout(shape: tuple[int, ...], strides: tuple[int, ...], source: T.Type,
+                dtype: T.Type) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shape and strides of an array of `source` elements seen as `dtype` elements
+    (see `array.view`)."""
+    if dtype.size == source.size:
+        return shape, strides
+    if isinstance(dtype, T.ScalarType) and isinstance(source, (T.VectorType, T.MatrixType)):
+        if dtype.size != source.dtype.size:
+            raise TypeError(f"cannot view an array of {source!r} as {dtype!r}: its "
+                            f"{source.dtype!r} components are {source.dtype.size} bytes, "
+                            f"{dtype!r} is {dtype.size}")
+        inner = element_layout(source)[1]
+        return (*shape, *inner), (*strides, *contiguous_strides(inner, dtype.size))
+    if isinstance(source, T.ScalarType) and isinstance(dtype, (T.VectorType, T.MatrixType)):
+        if source.size != dtype.dtype.size:
+            raise TypeError(f"cannot view an array of {source!r} as {dtype!r}: its "
+                            f"components are {dtype.dtype.size} bytes, {source!r} is "
+                            f"{source.size}")
+        inner = element_layout(dtype)[1]
+        if shape[-len(inner):] != inner or len(shape) < len(inner):
+            raise ValueError(f"cannot view an array of shape {shape} as {dtype!r}: its "
+                             f"trailing dimensions must be {inner}")
+        if strides[-len(inner):] != contiguous_strides(inner, source.size):
+            raise ValueError(f"cannot view an array with strides {strides} as {dtype!r}: "
+                             "its trailing dimensions must be contiguous")
+        # A single element would give a 0-d array, which arrays cannot be: keep one axis.
+        return shape[:-len(inner)] or (1,), strides[:-len(inner)] or (dtype.size,)
+    raise TypeError(f"cannot view an array of {source!r} ({source.size} bytes) as {dtype!r} "
+                    f"({dtype.size} bytes)")
