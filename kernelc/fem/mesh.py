@@ -300,14 +300,13 @@ def side_cell_funcs(SideArg: type, Coords: type, inverse_gradient: Any, side_mea
             "side_measure_ratio": side_measure_ratio}
 
 
-def closest_cell_lookup(CellArg: type, cell_position: Any, inverse_gradient: Any,
-                        triangle: bool, scalar: Any) -> Any:
+def closest_cell_lookup(CellArg: type, triangle: bool, scalar: Any) -> Any:
     """A func (cell arg, position) -> Sample of the cell closest to the position (a point
     inside a cell has distance 0), found by going through every cell: meshes keep no
     spatial index (Warp needs `build_bvh=True` for this; here it always works). Each cell's
     closest point is Warp's (`closest_point.py`), so points on vertices and edges get Warp's
     exact coordinates; of cells at the same distance, the first wins (Warp's is the last its
-    BVH visits). `cell_position` and `inverse_gradient` are not needed (kept for callers)."""
+    BVH visits)."""
     from kernelc.fem.closest_point import closest_point_funcs
     from kernelc.fem.types import OUTSIDE, coords_type, make_free_sample
 

@@ -203,7 +203,6 @@ def _tetmesh_funcs(scalar: Any) -> SimpleNamespace:
 
     shared = side_cell_funcs(SideArg, Coords, cell_inverse_deformation_gradient, side_measure,
                              cell_measure, side_inner_cell_index, side_outer_cell_index)
-    cell_lookup = closest_cell_lookup(CellArg, cell_position, cell_inverse_deformation_gradient,
-                                      False, scalar)
+    cell_lookup = closest_cell_lookup(CellArg, False, scalar)
     funcs = {k: v for k, v in locals().items() if k in ("CellArg", "SideArg") or isinstance(v, Func)}
     return SimpleNamespace(**funcs, **shared)

@@ -159,6 +159,6 @@ def _trimesh_funcs(scalar: Any, dim: int) -> SimpleNamespace:
     shared = side_cell_funcs(SideArg, Coords, inverse_gradient, side_funcs["side_measure"],
                              cell_funcs["cell_measure"], side_funcs["side_inner_cell_index"],
                              side_funcs["side_outer_cell_index"])
-    cell_lookup = closest_cell_lookup(CellArg, cell_position, inverse_gradient, True, scalar)
+    cell_lookup = closest_cell_lookup(CellArg, True, scalar)
     funcs = {k: v for k, v in locals().items() if k in ("CellArg", "SideArg") or isinstance(v, Func)}
     return SimpleNamespace(**funcs, **cell_funcs, **side_funcs, **shared)

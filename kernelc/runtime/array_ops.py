@@ -26,7 +26,24 @@ def _scalar_like(array: Any, value: Any) -> Any:
     return value
 
 
-def _binary(name: str, reflected: bool = False, in_place: bool = False) -> Any:
+# The binary operators, by builtin name (Python's dunder name where it differs).
+_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv",
+           "floordiv": "floordiv", "mod": "mod", "pow": "pow"}
+
+
+def install_binary_operators(cls: type, make: Any) -> type:
+    """Sets `cls`'s binary operators, plain, reflected (`__radd__`) and in place
+    (`__iadd__`), to `make(builtin name, reflected, in_place)`."""
+    for name, dunder in _BINARY.items():
+        for prefix, reflected, in_place in (("", False, False), ("r", True, False),
+                                             ("i", False, True)):
+            op = make(name, reflected, in_place)
+            op.__name__ = f"__{prefix}{dunder}__"
+            setattr(cls, op.__name__, op)
+    return cls
+
+
+def _binary(name: str, reflected: bool, in_place: bool) -> Any:
     def op(self: Any, other: Any) -> Any:
         other = _scalar_like(self, other)
         if in_place:
@@ -34,35 +51,12 @@ def _binary(name: str, reflected: bool = False, in_place: bool = False) -> Any:
             return self
         return _map(name, other, self) if reflected else _map(name, self, other)
 
-    op.__name__ = f"__{'i' if in_place else 'r' if reflected else ''}{name}__"
     op.__doc__ = f"Elementwise `{name}` through `kc.map`."
     return op
 
 
 class ArithmeticMixin:
     """Warp's array operators: elementwise through `kc.map`."""
-
-    __add__ = _binary("add")
-    __radd__ = _binary("add", reflected=True)
-    __iadd__ = _binary("add", in_place=True)
-    __sub__ = _binary("sub")
-    __rsub__ = _binary("sub", reflected=True)
-    __isub__ = _binary("sub", in_place=True)
-    __mul__ = _binary("mul")
-    __rmul__ = _binary("mul", reflected=True)
-    __imul__ = _binary("mul", in_place=True)
-    __truediv__ = _binary("div")
-    __rtruediv__ = _binary("div", reflected=True)
-    __itruediv__ = _binary("div", in_place=True)
-    __floordiv__ = _binary("floordiv")
-    __rfloordiv__ = _binary("floordiv", reflected=True)
-    __ifloordiv__ = _binary("floordiv", in_place=True)
-    __mod__ = _binary("mod")
-    __rmod__ = _binary("mod", reflected=True)
-    __imod__ = _binary("mod", in_place=True)
-    __pow__ = _binary("pow")
-    __rpow__ = _binary("pow", reflected=True)
-    __ipow__ = _binary("pow", in_place=True)
 
     def __neg__(self) -> Any:
         return _map("neg", self)
@@ -71,3 +65,6 @@ class ArithmeticMixin:
         import kernelc as kc
 
         return kc.clone(self)  # a copy, as Warp's `+a` (recorded by a tape as a copy)
+
+
+install_binary_operators(ArithmeticMixin, _binary)

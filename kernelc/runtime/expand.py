@@ -174,7 +174,7 @@ class ExpandedRun:
         copies = config.num_threads + (0 if fixed_ranges else 1)
         self.copies: list[list[np.ndarray]] = []
         self.free: queue.SimpleQueue = queue.SimpleQueue()
-        blocks = []
+        self.blocks: list[tuple[ctypes.Structure, int]] = []  # argument blocks, copy order
         for _ in range(copies):
             block_args = type(args).from_buffer_copy(args)
             own = []
@@ -187,12 +187,9 @@ class ExpandedRun:
                 for k, stride in enumerate(contiguous_strides(values[i].shape, elem)[:outer]):
                     field.strides[k] = stride
                 own.append(private)
-            blocks.append((block_args, own))
-        # Copies in the order of their argument blocks' addresses (see `run`).
-        blocks.sort(key=lambda b: ctypes.addressof(b[0]))
-        for block_args, own in blocks:
             self.copies.append(own)
-            self.free.put((block_args, ctypes.addressof(block_args)))  # keeps them alive
+            self.blocks.append((block_args, ctypes.addressof(block_args)))  # keeps them alive
+            self.free.put(self.blocks[-1])
 
     def run(self, cfunc: Any, size: int, pool: Any) -> None:
         """Runs threads [0, size) on the pool with private copies, then combines them."""
@@ -207,9 +204,11 @@ class ExpandedRun:
                     private[...] = view
 
         if self.fixed_ranges:
-            # Taking every copy keeps a concurrent run of this launch out; sorting them
-            # restores copy order, which the combination below sums in.
-            entries = sorted((self.free.get() for _ in self.copies), key=lambda e: e[1])
+            # Taking every block keeps a concurrent run of this launch out; range k always
+            # goes to copy k, which the combination below sums in order.
+            for _ in self.blocks:
+                self.free.get()
+            entries = self.blocks
             bounds = [size * k // len(entries) for k in range(len(entries) + 1)]
 
             def ranges(_args: int, first: int, last: int) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 
 from kernelc.runtime import indexed_copy, memory
 from kernelc.runtime.array import array, clone, empty_like
+from kernelc.runtime.array_ops import install_binary_operators
 from kernelc.runtime.device import Device, get_device
 from kernelc.types import ArrayType, IndexedArrayType, int32
 
@@ -199,42 +200,20 @@ class indexedarray:
         values = self.contiguous()
         return _map(name, other, values) if reflected else _map(name, values, other)
 
-    def _apply_in_place(self, name: str, other: Any) -> indexedarray:
-        self.assign(self._apply(name, other))
-        return self
 
-    def __add__(self, other: Any) -> array:
-        return self._apply("add", other)
+def _indexed_binary(name: str, reflected: bool, in_place: bool) -> Any:
+    def op(self: indexedarray, other: Any) -> Any:
+        result = self._apply(name, other, reflected)
+        if in_place:
+            self.assign(result)
+            return self
+        return result
 
-    def __radd__(self, other: Any) -> array:
-        return self._apply("add", other, reflected=True)
+    op.__doc__ = f"Elementwise `{name}` on the selected elements (a new array)."
+    return op
 
-    def __sub__(self, other: Any) -> array:
-        return self._apply("sub", other)
 
-    def __rsub__(self, other: Any) -> array:
-        return self._apply("sub", other, reflected=True)
-
-    def __mul__(self, other: Any) -> array:
-        return self._apply("mul", other)
-
-    def __rmul__(self, other: Any) -> array:
-        return self._apply("mul", other, reflected=True)
-
-    def __truediv__(self, other: Any) -> array:
-        return self._apply("div", other)
-
-    def __iadd__(self, other: Any) -> indexedarray:
-        return self._apply_in_place("add", other)
-
-    def __isub__(self, other: Any) -> indexedarray:
-        return self._apply_in_place("sub", other)
-
-    def __imul__(self, other: Any) -> indexedarray:
-        return self._apply_in_place("mul", other)
-
-    def __itruediv__(self, other: Any) -> indexedarray:
-        return self._apply_in_place("div", other)
+install_binary_operators(indexedarray, _indexed_binary)
 
 
 def indexed_arg_type(want: IndexedArrayType | None, value: Any, device: Device,
