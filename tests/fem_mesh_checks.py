@@ -130,6 +130,11 @@ def vector_valued_form(s: fem.Sample, u: fem.Field, v: fem.Field):
     return wp.vec2(u(s), v(s))  # BAD_VALUE
 
 
+@fem.integrand
+def position_of_an_int(s: fem.Sample, domain: fem.Domain, u: fem.Field):
+    return fem.position(domain, 3)[0] * u(s)  # an int where fem's code needs a Sample
+
+
 def where(marker: str, code: str) -> str:
     """'fem_mesh_checks.py:LINE:COL' of `code` on the first line containing `marker`."""
     for number, line in enumerate(THIS_FILE.read_text().splitlines(), start=1):

@@ -196,6 +196,18 @@ def test_integrand_value_errors_point_at_the_return():
     assert "cannot convert" in message and "^" in message
 
 
+def test_errors_in_fem_library_code_keep_their_place():
+    geo = fem.Grid2D(res=kc.vec2i(2))
+    field = fem.make_polynomial_space(geo, degree=1).make_field()
+    with pytest.raises(kc.KernelError) as info:
+        fem.integrate(C.position_of_an_int, fields={"u": field}, domain=fem.Cells(geo))
+    message = str(info.value)
+    # The place is fem's own code, not the integrand's value; the integrand is named.
+    assert "grid2d.py" in message and "element_index" in message, message
+    assert "compiling integrand 'position_of_an_int'" in message and "^" in message
+    assert "the value of integrand" not in message
+
+
 def test_bad_meshes_raise():
     with pytest.raises(ValueError, match="vertex indices"):
         fem.Trimesh2D(kc.array(np.array([[0, 1, 5]]), dtype=int),

@@ -94,15 +94,24 @@ def _fill_structs(spec: Specialization, integrand: Integrand, roles: dict[str, s
 def launch(integrand: Integrand, kernel: Any, dim: Any, inputs: list, device: Any) -> None:
     """`kc.launch`, reporting compile errors as errors of the integrand (not of the
     generated kernel that calls it): at their place when they are in the integrand's file,
-    at the integrand's value when the kernel templates cannot use it."""
+    at the integrand's value when the kernel templates cannot use it. An error elsewhere in
+    kernelc's fem code keeps its place there, naming the integrand being compiled."""
     try:
         kc.launch(kernel, dim=dim, inputs=inputs, device=device)
     except kc.KernelError as err:
         if err.loc is not None and err.loc.file == inspect.getsourcefile(integrand.func):
             raise kc.KernelError(err.message, err.loc, integrand.__name__) from None
-        if err.loc is not None and Path(err.loc.file).parent == Path(__file__).parent:
+        if err.loc is not None and Path(err.loc.file).name in KERNEL_TEMPLATES:
             raise value_error(integrand, err) from None
+        if err.loc is not None and Path(err.loc.file).parent.is_relative_to(_FEM_DIR):
+            raise type(err)(f"{err.message} (in kernelc.fem, compiling integrand "
+                            f"'{integrand.__name__}')", err.loc, err.kernel) from None
         raise
+
+
+# The files whose kernels call integrands: an error there is about the integrand's value.
+KERNEL_TEMPLATES = frozenset({"integrate_kernels.py", "interpolate.py", "pic_kernels.py"})
+_FEM_DIR = Path(__file__).parent
 
 
 def _kernel(spec: Specialization, key: tuple, make: Any) -> Any:
