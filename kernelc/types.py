@@ -372,22 +372,8 @@ def as_type(obj: _Any) -> Type | None:
     return None
 
 
-def is_scalar(t: Type) -> bool:
-    return isinstance(t, ScalarType)
-
-
 def is_numeric(t: Type) -> bool:
     return isinstance(t, ScalarType) and not t.is_bool
-
-
-def type_is_vector(dtype: _Any) -> bool:
-    """Whether `dtype` is a vector type (Warp's `warp.types.type_is_vector`)."""
-    return isinstance(as_type(dtype), VectorType)
-
-
-def type_is_matrix(dtype: _Any) -> bool:
-    """Whether `dtype` is a matrix type (Warp's `warp.types.type_is_matrix`)."""
-    return isinstance(as_type(dtype), MatrixType)
 
 
 def type_size_in_bytes(dtype: _Any) -> int:
@@ -397,11 +383,16 @@ def type_size_in_bytes(dtype: _Any) -> int:
 
 def __getattr__(name: str) -> _Any:
     # `kc.types.vector(3, float)`, `kc.types.matrix((3, 3), float)` and the named vector and
-    # matrix types live in kernelc.types_vec (which builds on this module).
+    # matrix types live in kernelc.types_vec, Warp's introspection (`type_is_vector`, ...) in
+    # kernelc.types_query (both build on this module).
     from kernelc import types_vec
 
     if name in ("vector", "matrix", "quaternion", "transformation"):
         return getattr(types_vec, name)
     if name in types_vec.TYPES:
         return types_vec.TYPES[name]
+    from kernelc import types_query
+
+    if name in types_query.NAMES:
+        return getattr(types_query, name)
     raise AttributeError(f"module 'kernelc.types' has no attribute '{name}'")
