@@ -76,8 +76,8 @@ from kernelc.runtime.alloc_tracker import (  # noqa: E402
 from kernelc.runtime.launch import launch, Launch  # noqa: E402
 from kernelc.runtime.compiler import compile_kernel as compile, CompiledKernel  # noqa: E402,A001
 from kernelc.runtime.module import (  # noqa: E402
-    clear_kernel_cache, constant, force_load, get_module_options, init, load_module,
-    set_module_options,
+    Module, clear_kernel_cache, constant, force_load, get_module, get_module_options, init,
+    load_module, set_module_options,
 )
 from typing import Any  # noqa: E402  (Warp re-exports typing.Any for generic kernels)
 

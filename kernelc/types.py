@@ -24,6 +24,14 @@ class Type:
         """Size in bytes of one value in memory."""
         raise NotImplementedError
 
+    @property
+    def __name__(self) -> str:
+        """The name Warp's type classes have (`float32`, `vec3f`, `mat22d`), for code that
+        names things after a dtype (`f"kernel_{dtype.__name__}"`)."""
+        from kernelc.types_query import class_name
+
+        return class_name(self)
+
     # `kc.vec3 | None` in a host function's annotations, as with Warp's type classes.
     def __or__(self, other: object) -> object:
         import typing

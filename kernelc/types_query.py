@@ -262,6 +262,19 @@ def type_repr(t: Any) -> str:
     return repr(t) if name is None else f"{t.__module__}.{name}"
 
 
+def class_name(t: T.Type) -> str:
+    """`t.__name__`: Warp's class names; `vec_t`/`mat_t` for sizes without a short name."""
+    if isinstance(t, T.ScalarType):
+        return _scalar_repr(t)
+    if isinstance(t, T.StructType):
+        return t.name
+    name = type_repr(t)
+    if "(" not in name:
+        return name
+    return {"vec": "vec_t", "quat": "quat_t", "transform": "transform_t"}.get(
+        getattr(t, "kind", ""), "mat_t")
+
+
 def type_ctype(t: Any) -> Any:
     """The ctypes type of one value of `t`: `ctypes.c_float` for `float`, an array of
     scalars for a vector or matrix, a Structure with the C layout for a struct."""

@@ -19,3 +19,77 @@ def test_load_module_defaults_to_the_calling_module():
     kc.launch(preloaded, 4, [a])
     assert preloaded.compiled == loaded  # the launch found it: nothing compiled
     assert (a.numpy() == 2.0).all()
+
+
+SCALE = 2.0
+
+
+def _local_kernel():
+    @kc.kernel
+    def defined_in_a_function(a: kc.array(dtype=float)):
+        a[kc.tid()] = 5.0
+
+    return defined_in_a_function
+
+
+def test_kernel_module_is_a_module_object_with_options_and_load():
+    m = preloaded.module
+    assert isinstance(m, kc.Module) and m == __name__ and m.name == __name__
+    assert kc.get_module() == m and kc.get_module(__name__) == m
+    assert m.options is kc.get_module_options(__name__)  # live, not a copy
+    local = _local_kernel()
+    assert local in m.kernels and preloaded in m.kernels  # kernels made inside functions too
+    preloaded.compiled.clear()
+    local.compiled.clear()
+    m.load("cpu")
+    assert preloaded.compiled and local.compiled
+    m.unload()
+    assert not preloaded.compiled and not local.compiled
+    a = kc.array([-1.0, -1.0], dtype=float)
+    kc.launch(local, 2, [a])
+    assert (a.numpy() == 5.0).all()
+    assert len(m.hash_module()) == 64
+
+
+def test_mark_modified_reads_the_globals_again():
+    global SCALE
+
+    @kc.kernel
+    def scaled(a: kc.array(dtype=float)):
+        a[kc.tid()] = SCALE
+
+    a = kc.array([-1.0], dtype=float)
+    kc.launch(scaled, 1, [a])
+    assert a.numpy()[0] == 2.0
+    SCALE = 3.0
+    try:
+        kc.launch(scaled, 1, [a])
+        assert a.numpy()[0] == 2.0  # constants are folded in when the kernel is compiled
+        scaled.module.mark_modified()
+        kc.launch(scaled, 1, [a])
+        assert a.numpy()[0] == 3.0
+    finally:
+        SCALE = 2.0
+
+
+def test_kernel_made_with_a_key_and_a_unique_module():
+    k = kc.Kernel(func=preloaded.func, key="preloaded_copy", options={"enable_backward": False})
+    assert k.key == "preloaded_copy" and k.options == {"enable_backward": False}
+    a = kc.array([-1.0, -1.0], dtype=float)
+    kc.launch(k, 2, [a])
+    assert (a.numpy() == 2.0).all()
+
+    @kc.kernel(module="unique")
+    def alone(a: kc.array(dtype=float)):
+        a[kc.tid()] = 1.0
+
+    assert alone.module != __name__ and alone.module.endswith("alone")
+    assert alone in kc.get_module(alone.module).kernels and alone not in preloaded.module.kernels
+
+
+def test_types_have_warp_class_names():
+    assert [t.__name__ for t in (kc.float32, kc.int64, kc.bool, kc.vec3, kc.vec3d, kc.mat22,
+                                 kc.quat, kc.transform)] == [
+        "float32", "int64", "bool", "vec3f", "vec3d", "mat22f", "quatf", "transformf"]
+    assert kc.types.vector(5, kc.float32).__name__ == "vec_t"
+    assert kc.types.matrix((2, 5), kc.float64).__name__ == "mat_t"

@@ -111,3 +111,55 @@ def test_unknown_field_is_a_compile_error():
 
     with pytest.raises(kc.KernelError, match="struct '.*Inner' has no field 'mass'"):
         kc.compile(k)
+
+
+@kc.struct
+class Particle:
+    dt: float
+    gravity: kc.vec3
+    m: kc.array(dtype=float)
+
+
+@kc.kernel
+def k_construct(p: Particle, out: kc.array(dtype=kc.vec3), outs: kc.array(dtype=float)):
+    i = kc.tid()
+    scaled = Particle(1.0, p.gravity / p.m[i] * p.dt, p.m)
+    named = Particle(gravity=kc.vec3(1.0, 2.0, 3.0), dt=0.5, m=p.m)
+    out[i] = scaled.gravity + named.gravity * named.dt
+    outs[i] = scaled.m[i] + scaled.dt
+
+
+def test_struct_constructed_from_field_values(rng):
+    masses = rng.uniform(0.5, 4.0, 5).astype(np.float32)
+    p = Particle()
+    p.dt, p.gravity, p.m = 0.1, kc.vec3(0.5, -9.8, 1.0), kc.array(masses, dtype=float)
+    out = kc.array(np.full((5, 3), np.nan, np.float32), dtype=kc.vec3)
+    outs = kc.array(np.full(5, np.nan, np.float32), dtype=float)
+    kc.launch(k_construct, 5, [p, out, outs])
+    g = np.float32([0.5, -9.8, 1.0])
+    expected = g[None, :] / masses[:, None] * np.float32(0.1) + np.float32([0.5, 1.0, 1.5])
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(outs.numpy(), masses + 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("call, message", [
+    ("Particle(1.0, kc.vec3(0.0))", "takes a value for every field or none; missing m"),
+    ("Particle(1.0, kc.vec3(0.0), p.m, 2.0)", "takes 3 field values \\(dt, gravity, m\\)"),
+    ("Particle(1.0, kc.vec3(0.0), p.m, dt=2.0)", "two values for field 'dt'"),
+    ("Particle(1.0, kc.vec3(0.0), mass=p.m)", "has no field 'mass'"),
+    ("Particle(1.0, 2.0, p.m)", "expected a value of type vec3"),
+])
+def test_struct_constructor_errors(call, message, tmp_path):
+    source = tmp_path / "bad_struct_call.py"
+    source.write_text(f"""import kernelc as kc
+from tests.test_struct import Particle
+
+@kc.kernel
+def k(p: Particle):
+    q = {call}
+""")
+    namespace: dict = {}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    with pytest.raises(kc.KernelError, match=message) as info:
+        kc.compile(namespace["k"])
+    assert "bad_struct_call.py:6" in str(info.value) and "^" in str(info.value)

@@ -34,7 +34,7 @@ class AdjointKernel(Kernel):
         # element from many threads: unless the kernel says otherwise, they go to
         # per-worker copies (only arrays the backward kernel solely adds into qualify).
         options.setdefault("reduce_mode", ReduceMode.Expand)
-        super().__init__(primal.func, options)
+        super().__init__(primal.func, options=options)
         self.primal = primal
         self.facts = facts
         self.key = primal.key + ".backward"

@@ -2,7 +2,7 @@
 
 `kc.vec3(x, y, z)`, `kc.vec3(s)` (fill), `kc.vec3()` (zero), `kc.vec3d(v)` (component-wise
 cast of another vector of the same length), `kc.mat22(a, b, c, d)`, `kc.transform(p, q)`,
-`MyStruct()` (all fields zero), and the keyword forms `kc.vector(..., length=, dtype=)`,
+`MyStruct()` (all fields zero), `MyStruct(a, b, c=...)` (every field given), and the keyword forms `kc.vector(..., length=, dtype=)`,
 `kc.matrix(..., shape=, dtype=)` and `kc.identity(n=, dtype=)`.
 """
 
@@ -23,13 +23,40 @@ class ConstructLowering:
 
     def construct(self, target: T.Type, node: ast.Call):
         if isinstance(target, T.StructType):
-            if node.args:
-                raise KernelError(f"{target!r}() takes no arguments; assign the fields instead")
-            return Val(self.b.op(OpCode.CONST, (), target, None))
+            zero = self.b.op(OpCode.CONST, (), target, None)
+            if not node.args and not node.keywords:
+                return Val(zero)
+            value = zero
+            for index, (arg, field_type) in enumerate(self.struct_fields(target, node)):
+                v = self.coerce(self.as_val(self.visit(arg), arg), field_type).value
+                value = self.b.op(OpCode.INSERT, (value, v), target, index)
+            return Val(value)
         if not isinstance(target, (T.VectorType, T.MatrixType)):
             return super().construct(target, node)
         args = [self.as_val(self.visit(a), a) for a in node.args]
         return Val(self.build_aggregate(target, args))
+
+    def struct_fields(self, target: T.StructType, node: ast.Call) -> list[tuple[ast.expr, T.Type]]:
+        """`S(a, b, c=...)`: one expression per field, in field order (every field given,
+        positionally or by name, as Warp's value constructor takes them)."""
+        names = [name for name, _ in target.fields]
+        given: dict[str, ast.expr] = {}
+        if len(node.args) > len(names):
+            raise KernelError(f"{target!r}() takes {len(names)} field values "
+                              f"({', '.join(names)}) or none, got {len(node.args)}")
+        given.update(zip(names, node.args))
+        for kw in node.keywords:
+            if kw.arg not in names:
+                raise KernelError(f"{target!r} has no field '{kw.arg}' (fields: "
+                                  f"{', '.join(names)})")
+            if kw.arg in given:
+                raise KernelError(f"{target!r}() got two values for field '{kw.arg}'")
+            given[kw.arg] = kw.value
+        missing = [name for name in names if name not in given]
+        if missing:
+            raise KernelError(f"{target!r}() takes a value for every field or none; missing "
+                              f"{', '.join(missing)}")
+        return [(given[name], field_type) for name, field_type in target.fields]
 
     def build_aggregate(self, target: T.VectorType | T.MatrixType, args: list[Val]) -> Value:
         n, dtype = target.count, target.dtype

@@ -201,18 +201,37 @@ def _match(want: T.Type | None, got: T.Type) -> T.Type | None:
 class Kernel(_SourceMixin):
     """A kernel (`@kc.kernel`): launched over a grid of threads with `kc.launch`."""
 
-    def __init__(self, func: Callable, options: dict[str, Any] | None = None):
+    def __init__(self, func: Callable, key: str | None = None, module: Any = None,
+                 options: dict[str, Any] | None = None):
+        # `kc.Kernel(func, key=..., module=...)` as in Warp: one Python function made into
+        # several kernels (one per key), possibly in another module.
         self.func = func
-        self.key = f"{func.__module__}.{func.__qualname__}"
+        self.key = key or f"{func.__module__}.{func.__qualname__}"
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
         self.options = dict(options or {})
-        self.module = func.__module__
+        from kernelc.runtime.module import Module, register_kernel
+
+        if module == "unique":  # Warp's module="unique": a module of its own
+            module = f"{func.__module__}.{func.__qualname__}"
+        self.module = Module(getattr(module, "name", module) or func.__module__)
         # per argument-type tuple: the IR module and, per device kind, the compiled kernel
         self._ir: dict[tuple[T.Type, ...], ir.Module] = {}
         self.compiled: dict[Any, Any] = {}
         self.last_launch = None  # the runtime's memo of the latest CPU launch (LaunchMemo)
+        if type(self) is Kernel:  # not the backward kernels made from it
+            register_kernel(self)
+
+    def forget_compiled(self) -> None:
+        """Drops the IR, the compiled code and what was read from the Python source, so
+        that the next use reads the source and its globals again."""
+        self._ir.clear()
+        self.compiled.clear()
+        self.last_launch = None
+        for cached in ("source", "annotations", "arg_names", "defaults", "param_types",
+                       "_adjoint_kernel", "_adjoint_kernels"):
+            self.__dict__.pop(cached, None)
 
     def __repr__(self) -> str:
         return f"<kernelc.kernel {self.key}>"
@@ -268,7 +287,8 @@ def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
     """Decorator making a Python function a kernel (`@kc.kernel` or `@kc.kernel(...)`).
 
     `enable_backward=False` (Warp's) leaves the kernel out of `Tape.backward`; `module`
-    is accepted for Warp's sake; `reduce_mode=kc.ReduceMode.X`
+    (a name, a Python module or "unique") says whose module options apply and which
+    `Module` it belongs to; `reduce_mode=kc.ReduceMode.X`
     chooses how the kernel's contended atomics are done (see `kc.ReduceMode`).
     """
     from kernelc.config import ReduceMode
@@ -281,7 +301,7 @@ def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
         options["enable_backward"] = enable_backward
 
     def wrap(fn: Callable) -> Kernel:
-        return Kernel(fn, options)
+        return Kernel(fn, module=module, options=options)
 
     return wrap(f) if f is not None else wrap
 

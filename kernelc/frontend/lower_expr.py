@@ -260,7 +260,7 @@ class ExprLowering:
         """`v` as type `t`: literals convert silently; typed values must already match."""
         if v.type == t:
             return v
-        if not v.weak:
+        if not v.weak or (isinstance(v.type, T.ScalarType) and not isinstance(t, T.ScalarType)):
             raise KernelError(f"expected a value of type {t!r}, got {v.type!r}")
         if v.const is not None and isinstance(t, T.ScalarType):
             c = semantics.to_type(v.const, t)
@@ -427,7 +427,7 @@ class ExprLowering:
             return self.call_builtin(obj, arg_nodes, node)
         target = T.as_type(obj)
         if target is not None and not isinstance(target, T.ArrayType):
-            if node.keywords:
+            if node.keywords and not isinstance(target, T.StructType):
                 raise KernelError(f"keyword arguments are not supported when calling "
                                   f"{_describe(obj)}")
             return self.construct(target, node)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import types
+import weakref
 from typing import Any
 
 from kernelc.config import check_deterministic, check_max_records, config
@@ -92,14 +94,85 @@ def clear_kernel_cache() -> None:
     DiskCache(config.kernel_cache_dir).clear()
 
 
+# Every kernel made, by module name: Warp's modules hold the kernels defined inside
+# functions too, which a scan of the module's globals would miss.
+_KERNELS: dict[str, weakref.WeakSet] = {}
+
+
+def register_kernel(kernel: Any) -> None:
+    _KERNELS.setdefault(str(kernel.module), weakref.WeakSet()).add(kernel)
+
+
 def _kernels_of(module: Any) -> list:
     from kernelc.frontend.decorators import Kernel
 
-    if module is None:
-        module = sys.modules.get("__main__")
-    if isinstance(module, str):
-        module = sys.modules[module]
-    return [v for v in vars(module).values() if isinstance(v, Kernel)]
+    name = _module_name(module if module is not None else "__main__", 1)
+    found = {id(k): k for k in _KERNELS.get(name, ())}
+    python_module = module if isinstance(module, types.ModuleType) else sys.modules.get(name)
+    for v in vars(python_module).values() if python_module is not None else ():
+        if isinstance(v, Kernel):
+            found.setdefault(id(v), v)
+    return list(found.values())
+
+
+class Module(str):
+    """A kernel module as Warp names it (`kernel.module`, `kc.get_module(name)`): the kernels
+    defined in one Python module, with its options. It is its name (a `str`), so it can be
+    used wherever a module name is taken."""
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The module's options (live: updating them is `kc.set_module_options`)."""
+        return module_options(str(self))
+
+    @property
+    def kernels(self) -> list:
+        return _kernels_of(str(self))
+
+    def load(self, device: Any = None, block_dim: int | None = None) -> None:
+        """Compiles (or loads from the cache) the module's non-generic kernels on `device`."""
+        if block_dim is not None:
+            set_module_options({"block_dim": block_dim}, str(self))
+        load_module(str(self), device)
+
+    def unload(self) -> None:
+        """Drops the compiled kernels from memory; the next launch loads them again (from
+        the disk cache when the code is unchanged)."""
+        for k in self.kernels:
+            k.compiled.clear()
+            k.last_launch = None
+
+    def mark_modified(self) -> None:
+        """Forgets the kernels' IR and code, so that the next launch reads their Python
+        source and globals again (after a module-level constant changed)."""
+        for k in self.kernels:
+            k.forget_compiled()
+
+    def hash_module(self) -> str:
+        """A hash of the module's kernels (name and Python source), in hex."""
+        import hashlib
+        import inspect
+
+        digest = hashlib.sha256()
+        for k in sorted(self.kernels, key=lambda k: k.key):
+            digest.update(k.key.encode())
+            try:
+                digest.update(inspect.getsource(k.func).encode())
+            except (OSError, TypeError):
+                pass
+        return digest.hexdigest()
+
+    def __repr__(self) -> str:
+        return f"<kernelc.Module {str(self)!r}>"
+
+
+def get_module(name: str | None = None) -> Module:
+    """The module called `name` (default: the caller's), as Warp's `wp.get_module`."""
+    return Module(_module_name(name, 1))
 
 
 def load_module(module: Any = None, device: Any = None) -> None:
