@@ -138,6 +138,45 @@ def test_range_with_a_runtime_step_of_either_sign(start, stop, step):
 
 
 @kc.kernel
+def reversed_ranges(starts: kc.array(dtype=kc.int32), stops: kc.array(dtype=kc.int32),
+                    steps: kc.array(dtype=kc.int32), counts: kc.array(dtype=kc.int32),
+                    values: kc.array2d(dtype=kc.int32)):
+    t = kc.tid()
+    count = kc.int32(0)
+    for i in reversed(range(starts[t], stops[t], steps[t])):
+        if count < values.shape[1]:
+            values[t, count] = i
+        count += 1
+    counts[t] = count
+
+
+@kc.kernel
+def reversed_literal_ranges(out: kc.array(dtype=int)):
+    c = int(0)
+    for i in reversed(range(4)):
+        out[c] = i
+        c += 1
+    for j in reversed(range(2, 11, 3)):
+        out[c] = j
+        c += 1
+
+
+def test_reversed_ranges_of_every_sign_and_size():
+    cases = [(s, e, k) for s in range(-8, 9) for e in range(-8, 9) for k in range(-4, 5) if k]
+    starts, stops, steps = (kc.array([c[j] for c in cases], dtype=kc.int32) for j in range(3))
+    counts = kc.full(len(cases), -1, dtype=kc.int32)
+    values = kc.full((len(cases), 20), -99, dtype=kc.int32)
+    kc.launch(reversed_ranges, len(cases), [starts, stops, steps, counts, values])
+    got_counts, got_values = counts.numpy(), values.numpy()
+    for n, (s, e, k) in enumerate(cases):
+        want = list(reversed(range(s, e, k)))
+        assert got_counts[n] == len(want) and got_values[n, :len(want)].tolist() == want
+    out = kc.full(8, -1, dtype=int)
+    kc.launch(reversed_literal_ranges, 1, [out])
+    assert out.numpy().tolist() == [3, 2, 1, 0, 8, 5, 2, -1]
+
+
+@kc.kernel
 def early_return(a: kc.array(dtype=float), o: kc.array(dtype=float)):
     i = kc.tid()
     o[i] = -1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError, WarpCodegenAttributeError
@@ -159,6 +160,9 @@ class StmtLowering:
         if node.orelse:
             raise KernelError("for ... else is not supported in kernels")
         call = node.iter
+        reverse = self.reversed_range(call)
+        if reverse is not None:
+            call = reverse
         if self.is_query_loop(call):
             from kernelc.frontend.hash_grid_forms import lower_query_loop
 
@@ -190,6 +194,8 @@ class StmtLowering:
             start, stop, step = vals
         if step.const == 0:
             raise KernelError("range() step must not be zero")
+        if reverse is not None:
+            start, stop, step = self.reversed_bounds(start, stop, step, t)
         var = self.b.new_value(t)
         self.loop_depth += 1
         with self.b.region() as body:
@@ -257,6 +263,40 @@ class StmtLowering:
 
     def visit_Nonlocal(self, node: ast.Nonlocal):
         raise KernelError("'nonlocal' is not supported in kernels")
+
+    def reversed_range(self, iterable: ast.expr) -> ast.Call | None:
+        """The `range(...)` call of `reversed(range(...))`, else None."""
+        if not (isinstance(iterable, ast.Call) and len(iterable.args) == 1
+                and not iterable.keywords and isinstance(iterable.args[0], ast.Call)):
+            return None
+        callee = self.visit(iterable.func)
+        if not (isinstance(callee, PyObj) and callee.obj is reversed):
+            return None
+        if not self.is_range(iterable.args[0].func):
+            raise KernelError("kernels can only loop over reversed(range(...))")
+        return iterable.args[0]
+
+    def reversed_bounds(self, start: Val, stop: Val, step: Val, t: T.ScalarType
+                        ) -> tuple[Val, Val, Val]:
+        """The bounds of `range(start, stop, step)` backwards: from its last element down
+        to `start` (`range(last, start - step, -step)`), empty when the range is."""
+        b = self.b
+
+        def op(code: OpCode, *args: Any, rt: T.Type = t) -> Any:
+            return b.op(code, args, rt)
+
+        zero, one = b.const(0, t), b.const(1, t)
+        up = op(OpCode.GT, step.value, zero, rt=T.bool_)
+        # The element count, for either sign of the step: ceil(span / |step|) when the
+        # span has the step's sign, else 0.
+        span = op(OpCode.SELECT, up, op(OpCode.SUB, stop.value, start.value),
+                  op(OpCode.SUB, start.value, stop.value), rt=t)
+        size = op(OpCode.SELECT, up, step.value, op(OpCode.NEG, step.value), rt=t)
+        count = op(OpCode.DIV, op(OpCode.SUB, op(OpCode.ADD, span, size), one), size)
+        count = op(OpCode.SELECT, op(OpCode.GT, span, zero, rt=T.bool_), count, zero, rt=t)
+        last = op(OpCode.ADD, start.value, op(OpCode.MUL, op(OpCode.SUB, count, one), step.value))
+        return (Val(last), Val(op(OpCode.SUB, start.value, step.value)),
+                Val(op(OpCode.NEG, step.value)))
 
     def is_range(self, func_node: ast.expr) -> bool:
         callee = self.visit(func_node)
