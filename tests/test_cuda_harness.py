@@ -353,6 +353,19 @@ def test_non_contiguous_arrays():
     np.testing.assert_array_equal(col, src[:, -1])
 
 
+def test_array_views():
+    rng = np.random.default_rng(12)
+    src = rng.uniform(-1, 1, (5, 7)).astype(np.float32)
+    out = poisoned((5, 3), np.float32)
+    run(K.views).launch(5, [src, out])
+    block = src[1:, 2:5]
+    for i in range(5):
+        back = src[i, ::-2]
+        assert out[i, 0] == src[i, 1] + back[0]
+        assert out[i, 1] == back.size * 100 + block.shape[0] * 10 + block.shape[1]
+        assert out[i, 2] == block[i % block.shape[0], 1] + src[i, 3]
+
+
 def test_print(capfd):
     a = np.array([3, -4], np.int32)
     f = np.array([1.5, -0.25], np.float32)

@@ -33,7 +33,7 @@ def needed(s: ir.Stmt) -> tuple[ir.Value, ...]:
             return s.args
         if s.opcode is OpCode.SELECT:
             return s.args if s.attr == ir.TIES_TO_OTHER else s.args[:1]
-        if s.opcode is OpCode.ARRAY_LOAD:
+        if s.opcode in (OpCode.ARRAY_LOAD, OpCode.ARRAY_VIEW):
             return s.args
         if s.opcode in (OpCode.EXTRACT_DYN, OpCode.INSERT_DYN):
             return s.args[1:2]

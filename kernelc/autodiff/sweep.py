@@ -273,6 +273,11 @@ class FunctionAD:
             if x is None or y is None:
                 return None
             return b.op(OpCode.SELECT, (self.val(s.args[0]), x, y), t)
+        if op is OpCode.ARRAY_VIEW:  # the same part of the gradient array
+            src = self.sh(s.args[0])
+            if src is None:
+                return None
+            return b.op(op, (src, *(self.val(a) for a in s.args[1:])), t, s.attr)
         if op in (OpCode.BUILD, OpCode.INSERT):
             parts = []
             for a in s.args:

@@ -20,6 +20,7 @@ from kernelc.codegen.cuda_types import (
     STORAGE_C,
     VALUE_C,
     UnsupportedError,
+    array_type,
     element_type,
     member,
 )
@@ -243,6 +244,23 @@ def _array_shape(em: FunctionEmitter, op: ir.Op) -> str:
     return f"(kc_int32){em.name(op.args[0])}.shape[{op.attr}]"
 
 
+def _array_view(em: FunctionEmitter, op: ir.Op) -> str:
+    """A view (see `OpCode.ARRAY_VIEW`) as an aggregate of the moved data pointer and the
+    kept axes' counts and scaled strides."""
+    source = em.name(op.args[0])
+    operands = [f"(kc_int64){em.name(v)}" for v in op.args[1:]]
+    offset, shapes, strides, k = [], [], [], 0
+    for axis, kind in enumerate(op.attr):
+        offset.append(f"{operands[k]} * {source}.strides[{axis}]")
+        if kind == "s":
+            shapes.append(operands[k + 2])
+            strides.append(f"{source}.strides[{axis}] * {operands[k + 1]}")
+        k += 1 if kind == "i" else 3
+    data = f"(decltype({source}.data))((char*){source}.data + {' + '.join(offset)})"
+    return (f"{array_type(op.result.type)}{{{data}, {{{', '.join(shapes)}}}, "
+            f"{{{', '.join(strides)}}}}}")
+
+
 def atomic_address(em: FunctionEmitter, op: ir.Op) -> str:
     """The address an ATOMIC op updates: the element, or one field of it (see
     `atomic_target`)."""
@@ -329,6 +347,7 @@ OP_EMITTERS: dict[OpCode, OpEmitter] = {
     OpCode.TID: _tid,
     OpCode.ARRAY_LOAD: _array_load,
     OpCode.ARRAY_SHAPE: _array_shape,
+    OpCode.ARRAY_VIEW: _array_view,
     OpCode.ATOMIC: _atomic,
     OpCode.LOCAL_LOAD: _local_load,
     OpCode.LOAD_ADDRESS: _load_address,

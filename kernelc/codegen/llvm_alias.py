@@ -57,6 +57,8 @@ def value_origins(fn: ir.Function, origins: Origins) -> dict[int, int]:
                 derived.append((s.result, ("slot", s.attr.id)))
             elif s.opcode == OpCode.SELECT:
                 derived.append((s.result, ("values", s.args[1], s.args[2])))
+            elif s.opcode == OpCode.ARRAY_VIEW:  # a view lies within its array's memory
+                derived.append((s.result, ("values", s.args[0], s.args[0])))
             elif s.opcode == OpCode.EXTRACT and isinstance(s.args[0].type, T.IndexedArrayType):
                 # An indexed argument's data and index arrays are that argument.
                 derived.append((s.result, ("values", s.args[0], s.args[0])))

@@ -40,6 +40,29 @@ def _op_array_shape(e: Emitter, s: ir.Op):
     return e.b.trunc(e.b.extract_value(e.v(s.args[0]), [1, s.attr]), I32)
 
 
+def _op_array_view(e: Emitter, s: ir.Op):
+    """A view (see `OpCode.ARRAY_VIEW`): the data pointer moves by the byte offset of the
+    first element; kept axes take the slice's count and the stride times the step."""
+    b = e.b
+    source = e.v(s.args[0])
+    operands = [b.sext(e.v(v), I64) for v in s.args[1:]]
+    offset, shapes, strides, k = I64(0), [], [], 0
+    for axis, kind in enumerate(s.attr):
+        stride = b.extract_value(source, [2, axis])
+        offset = b.add(offset, b.mul(operands[k], stride))
+        if kind == "s":
+            shapes.append(operands[k + 2])
+            strides.append(b.mul(stride, operands[k + 1]))
+        k += 1 if kind == "i" else 3
+    view = ll.Constant(llvm_type(s.result.type), ll.Undefined)
+    data = b.gep(b.extract_value(source, 0), [offset], source_etype=ll.IntType(8))
+    view = b.insert_value(view, data, 0)
+    for axis, (shape, stride) in enumerate(zip(shapes, strides)):
+        view = b.insert_value(view, shape, [1, axis])
+        view = b.insert_value(view, stride, [2, axis])
+    return view
+
+
 _RMW_OPS = {
     ("add", "int"): "add", ("sub", "int"): "sub", ("min", "int"): "min", ("max", "int"): "max",
     ("add", "uint"): "add", ("sub", "uint"): "sub", ("min", "uint"): "umin",
@@ -208,4 +231,5 @@ _PRIVATE_RMW = {
 OPS = {
     OpCode.ARRAY_LOAD: _op_array_load, OpCode.LOAD_ADDRESS: _op_load_address,
     OpCode.ARRAY_SHAPE: _op_array_shape, OpCode.ATOMIC: _op_atomic,
+    OpCode.ARRAY_VIEW: _op_array_view,
 }

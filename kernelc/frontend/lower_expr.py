@@ -165,6 +165,8 @@ class ExprLowering:
             if not 0 <= axis < ndim:
                 raise KernelError(f"shape index {axis} out of range for a {ndim}-d array")
             return Val(self.array_dim(base.array, base.skip + axis))
+        if any(isinstance(n, ast.Slice) for n in index_nodes):
+            return self.sliced(base, index_nodes)
         indices = tuple(self.index_value(n) for n in index_nodes)
         if isinstance(base, LocalArray):
             if len(indices) != 1:
@@ -176,6 +178,17 @@ class ExprLowering:
         if isinstance(base, ArrayView):
             return self.index_array(base, indices)
         return self.value_subscript(base, indices, node)
+
+    def sliced(self, base: Any, index_nodes: list[ast.expr]) -> Val:
+        """`a[1:n]`, `a[i, ::2]`: a view of an array (`array_views.py`)."""
+        from kernelc.frontend.array_views import array_view
+
+        if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES):
+            base = ArrayView(base, ())
+        if not isinstance(base, ArrayView):
+            raise KernelError("slicing is supported on arrays only in kernels")
+        parts = [n if isinstance(n, ast.Slice) else self.index_value(n) for n in index_nodes]
+        return array_view(self, base.array, [*base.indices, *parts])
 
     def value_subscript(self, base: Any, indices: tuple[Val, ...], node: ast.AST):
         t = base.type if isinstance(base, Val) else type(base).__name__
@@ -499,6 +512,10 @@ class ExprLowering:
             if v.obj is None:
                 raise KernelError("this expression has no value")
             raise KernelError(f"{_describe(v.obj)} cannot be used as a value in a kernel")
+        if isinstance(v, ArrayView) and isinstance(v.array.type, T.ArrayType):
+            from kernelc.frontend.array_views import array_view
+
+            return array_view(self, v.array, list(v.indices))  # `a[i]` of a 2-d array: a row
         if isinstance(v, ArrayView):
             raise KernelError(
                 f"a {v.array.type.ndim}-d array needs {v.array.type.ndim} indices here, "

@@ -211,13 +211,18 @@ def order_dependent_atomics(fn: ir.Function, private: frozenset[int]) -> frozens
 
     used: set[int] = set()
     atomics: list[ir.Op] = []
+    viewed: dict[int, ir.Value] = {}  # a view's id -> the array it views
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC:
             atomics.append(s)
+        elif isinstance(s, ir.Op) and s.opcode == OpCode.ARRAY_VIEW:
+            viewed[s.result.id] = s.args[0]
         used.update(v.id for v in operands(s))
     found = set()
     for op in atomics:
         array = op.args[0]
+        while array.id in viewed:  # an update through a view updates the viewed array
+            array = viewed[array.id]
         if array.id in private:
             continue
         kind, _path, t = atomic_target(op)

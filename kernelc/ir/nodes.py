@@ -51,6 +51,10 @@ class OpCode(enum.Enum):
     TID = "tid"  # attr: (axis, ndim); ndim 0 = the linear thread index
     ARRAY_LOAD = "array_load"  # args: (array, *indices)
     ARRAY_SHAPE = "array_shape"  # args: (array,); attr: axis
+    # A view of part of an array (`a[i]` of a 2-d array, `a[1:n:2]`): args (array,
+    # *operands); attr: per axis of the array "i" (one int32 operand: the index; the axis
+    # goes) or "s" (three int32 operands: first index, step, element count; the axis stays).
+    ARRAY_VIEW = "array_view"
     # args: (array, *indices, *operands), operands (value,) or (compare, value) for "cas";
     # attr: add|sub|min|max|and|or|xor|cas|exch; the result is the old value. The attr
     # (kind, path) updates the struct field at `path` (field indices) of the element.

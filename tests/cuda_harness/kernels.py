@@ -272,6 +272,17 @@ def strided(src: arr(T.float32, 2), dst: arr(T.float64, 2), col: F32):
 
 
 @kc.kernel
+def views(src: arr(T.float32, 2), out: arr(T.float32, 2)):
+    i = kc.tid()
+    row = src[i]
+    back = row[::-2]
+    block = src[1:, 2:5]
+    out[i, 0] = row[1] + back[0]
+    out[i, 1] = kc.float32(back.shape[0] * 100 + block.shape[0] * 10 + block.shape[1])
+    out[i, 2] = block[i % block.shape[0], 1] + src[:, 3][i]
+
+
+@kc.kernel
 def printer(a: I32, f: F32):
     i = kc.tid()
     print("row", i, a[i], f[i], a[i] > 0)
@@ -344,7 +355,7 @@ SPECIALISATIONS: tuple[tuple[Any, tuple[T.Type, ...] | None], ...] = (
     (randoms, None),
     *((math_unit, float_ops_types(t)) for t in (T.float32, T.float64)),
     (local_arrays, None), (tid_1d, None), (tid_2d, None), (tid_3d, None), (tid_4d, None),
-    (strided, None), (printer, None), (debug_checks, None), (halves, None), (saxpy, None),
+    (strided, None), (views, None), (printer, None), (debug_checks, None), (halves, None), (saxpy, None),
 )
 
 

@@ -1,0 +1,110 @@
+"""Views of arrays inside kernels: `a[i]` of a 2-d array (a row), `a[1:n]`, `a[::-1]`,
+`a[i, 2:]`, as Warp takes them.
+
+A view shares the array's memory: an index removes its axis, a slice keeps it with Python's
+slice rules (negative bounds count from the end, bounds past the ends are clipped, a
+negative step walks backwards). Axes not named are kept whole. The bounds arithmetic is
+plain int32 IR here; the backends only move the data pointer and rescale the strides
+(`OpCode.ARRAY_VIEW`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from kernelc import types as T
+from kernelc.errors import KernelError
+from kernelc.frontend.builder import Val
+from kernelc.ir.nodes import OpCode
+
+I32 = T.int32
+
+
+class _Ints:
+    """int32 IR arithmetic, briefly written."""
+
+    def __init__(self, b: Any):
+        self.b = b
+
+    def const(self, n: int) -> Any:
+        return self.b.const(n, I32)
+
+    def op(self, code: OpCode, *args: Any) -> Any:
+        return self.b.op(code, args, I32)
+
+    def test(self, code: OpCode, x: Any, y: Any) -> Any:
+        return self.b.op(code, (x, y), T.bool_)
+
+    def where(self, cond: Any, x: Any, y: Any) -> Any:
+        return self.b.op(OpCode.SELECT, (cond, x, y), I32)
+
+    def clamp(self, x: Any, lo: Any, hi: Any) -> Any:
+        x = self.where(self.test(OpCode.LT, x, lo), lo, x)
+        return self.where(self.test(OpCode.GT, x, hi), hi, x)
+
+
+def slice_bounds(lowerer: Any, size: Any, node: ast.Slice) -> tuple[Any, Any, Any]:
+    """(first index, step, element count) of `node` over an axis of `size` elements, by
+    Python's rules (`slice.indices`)."""
+    ints = _Ints(lowerer.b)
+
+    def operand(part: ast.expr | None) -> Val | None:
+        if part is None:
+            return None
+        v = lowerer.as_val(lowerer.visit(part), part)
+        if not (isinstance(v.type, T.ScalarType) and v.type.is_int):
+            raise KernelError(f"slice bounds must be integers, got {v.type!r}")
+        return v
+
+    start, stop, step = (operand(p) for p in (node.lower, node.upper, node.step))
+    if step is not None and step.const == 0:
+        raise KernelError("slice step cannot be zero")
+    step_v = ints.const(1) if step is None else lowerer.b.cast(step.value, I32)
+    zero, one, minus_one = ints.const(0), ints.const(1), ints.const(-1)
+    forward = ints.test(OpCode.GT, step_v, zero)
+    # Clipping range: [0, size] walking forwards, [-1, size - 1] backwards.
+    lo = ints.where(forward, zero, minus_one)
+    hi = ints.where(forward, size, ints.op(OpCode.SUB, size, one))
+
+    def bound(v: Val | None, default: Any) -> Any:
+        if v is None:
+            return default
+        x = lowerer.b.cast(v.value, I32)
+        x = ints.where(ints.test(OpCode.LT, x, zero), ints.op(OpCode.ADD, x, size), x)
+        return ints.clamp(x, lo, hi)
+
+    first = bound(start, ints.where(forward, zero, ints.op(OpCode.SUB, size, one)))
+    last = bound(stop, ints.where(forward, size, minus_one))
+    # Elements: ceil(span / |step|) when the span runs the step's way, else none.
+    span = ints.where(forward, ints.op(OpCode.SUB, last, first), ints.op(OpCode.SUB, first, last))
+    stride = ints.where(forward, step_v, ints.op(OpCode.NEG, step_v))
+    count = ints.op(OpCode.DIV, ints.op(OpCode.SUB, ints.op(OpCode.ADD, span, stride), one), stride)
+    count = ints.where(ints.test(OpCode.GT, span, zero), count, zero)
+    return first, step_v, count
+
+
+def array_view(lowerer: Any, array: Val, parts: list[Val | ast.Slice]) -> Val:
+    """The view `array[parts]` (an index `Val` or a slice per leading axis)."""
+    t = array.type
+    if not isinstance(t, T.ArrayType):
+        raise KernelError(f"only plain arrays can be sliced or partly indexed in kernels, "
+                          f"not a {t!r}")
+    if len(parts) > t.ndim:
+        raise KernelError(f"too many indices ({len(parts)}) for a {t.ndim}-d array")
+    b = lowerer.b
+    kinds, operands = [], []
+    for axis in range(t.ndim):
+        part = parts[axis] if axis < len(parts) else ast.Slice()
+        if isinstance(part, ast.Slice):
+            size = b.op(OpCode.ARRAY_SHAPE, (array.value,), I32, axis)
+            kinds.append("s")
+            operands.extend(slice_bounds(lowerer, size, part))
+        else:
+            kinds.append("i")
+            operands.append(b.cast(part.value, I32))
+    ndim = kinds.count("s")
+    if ndim == 0:
+        raise KernelError("a view needs at least one slice or unindexed axis")
+    result = T.ArrayType(t.dtype, ndim)
+    return Val(b.op(OpCode.ARRAY_VIEW, (array.value, *operands), result, tuple(kinds)))
