@@ -145,3 +145,34 @@ def test_view_errors_point_at_the_code():
         with pytest.raises(kc.KernelError, match=message) as info:
             kc.compile(kernel)
         assert "test_array_views_kernel.py" in str(info.value) and "^" in str(info.value)
+
+
+@kc.kernel
+def composite_slices(vs: kc.array(dtype=kc.vec3), ms: kc.array(dtype=kc.mat33),
+                     out2: kc.array2d(dtype=kc.vec2), out3: kc.array2d(dtype=kc.vec3),
+                     outm: kc.array(dtype=kc.mat22)):
+    i = kc.tid()
+    v = vs[i]
+    m = ms[i]
+    out2[i, 0] = v[1:3]
+    out2[i, 1] = m[1, 1:]
+    out2[i, 2] = m[:2, 2]
+    out3[i, 0] = v[::-1]
+    out3[i, 1] = m[-1]
+    outm[i] = m[1:, ::2]
+
+
+def test_vector_and_matrix_slices_are_new_values(rng):
+    v_np = rng.uniform(-1.0, 1.0, (3, 3)).astype(np.float32)
+    m_np = rng.uniform(-1.0, 1.0, (3, 3, 3)).astype(np.float32)
+    out2 = kc.array(np.full((3, 3, 2), np.nan, np.float32), dtype=kc.vec2)
+    out3 = kc.array(np.full((3, 2, 3), np.nan, np.float32), dtype=kc.vec3)
+    outm = kc.array(np.full((3, 2, 2), np.nan, np.float32), dtype=kc.mat22)
+    kc.launch(composite_slices, 3, [kc.array(v_np, dtype=kc.vec3), kc.array(m_np, dtype=kc.mat33),
+                                    out2, out3, outm])
+    np.testing.assert_array_equal(out2.numpy()[:, 0], v_np[:, 1:3])
+    np.testing.assert_array_equal(out2.numpy()[:, 1], m_np[:, 1, 1:])
+    np.testing.assert_array_equal(out2.numpy()[:, 2], m_np[:, :2, 2])
+    np.testing.assert_array_equal(out3.numpy()[:, 0], v_np[:, ::-1])
+    np.testing.assert_array_equal(out3.numpy()[:, 1], m_np[:, -1])
+    np.testing.assert_array_equal(outm.numpy(), m_np[:, 1:, ::2])

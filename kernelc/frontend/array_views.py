@@ -1,5 +1,6 @@
 """Views of arrays inside kernels: `a[i]` of a 2-d array (a row), `a[1:n]`, `a[::-1]`,
-`a[i, 2:]`, as Warp takes them.
+`a[i, 2:]`, as Warp takes them; and slices of vectors and matrices (`v[1:]`, `m[1, :2]`),
+which are new values.
 
 A view shares the array's memory: an index removes its axis, a slice keeps it with Python's
 slice rules (negative bounds count from the end, bounds past the ends are clipped, a
@@ -108,3 +109,59 @@ def array_view(lowerer: Any, array: Val, parts: list[Val | ast.Slice]) -> Val:
         raise KernelError("a view needs at least one slice or unindexed axis")
     result = T.ArrayType(t.dtype, ndim)
     return Val(b.op(OpCode.ARRAY_VIEW, (array.value, *operands), result, tuple(kinds)))
+
+
+def _constant(lowerer: Any, node: ast.expr, what: str) -> int:
+    """A compile-time int, or an error pointing at `node` itself."""
+    try:
+        return lowerer.static_int(node, what)
+    except KernelError as err:
+        raise KernelError(err.message, err.loc or lowerer.source.loc(node),
+                          lowerer.ctx.kernel_name) from None
+
+
+def composite_slice(lowerer: Any, value: Val, index_nodes: list[ast.expr]) -> Val:
+    """`v[1:3]`, `m[1:, ::2]`, `m[0, 1:]`: a new vector or matrix of the components picked
+    by constant indices and slices (Python's rules)."""
+    t = value.type
+    shape = (t.length,) if isinstance(t, T.VectorType) else t.shape
+    if len(index_nodes) > len(shape):
+        raise KernelError(f"too many indices ({len(index_nodes)}) for a {t!r}")
+    axes: list[list[int] | int] = []
+    for axis, size in enumerate(shape):
+        node = index_nodes[axis] if axis < len(index_nodes) else ast.Slice()
+        if isinstance(node, ast.Slice):
+            bounds = [None if p is None else _constant(lowerer, p, "slice bound of a vector "
+                      "or matrix") for p in (node.lower, node.upper, node.step)]
+            if bounds[2] == 0:
+                raise KernelError("slice step cannot be zero")
+            axes.append(list(range(*slice(*bounds).indices(size))))
+        else:
+            index = _constant(lowerer, node, "index next to a slice of a vector or matrix")
+            if not -size <= index < size:
+                raise KernelError(f"index {index} is out of range for a {t!r}")
+            axes.append(index % size)
+    kept = [a for a in axes if isinstance(a, list)]
+    if any(not a for a in kept):
+        raise KernelError(f"this slice of a {t!r} has no components")
+    from kernelc.types_vec import matrix, vector
+
+    b = lowerer.b
+    cols = shape[1] if len(shape) == 2 else 1
+
+    def component(pos: tuple[int, ...]) -> Any:
+        flat = pos[0] * cols + pos[1] if len(pos) == 2 else pos[0]
+        return b.op(OpCode.EXTRACT, (value.value,), t.dtype, flat)
+
+    def positions(fixed: list[list[int] | int]) -> list[tuple[int, ...]]:
+        out: list[tuple[int, ...]] = [()]
+        for a in fixed:
+            out = [(*p, i) for p in out for i in (a if isinstance(a, list) else [a])]
+        return out
+
+    parts = [component(p) for p in positions(axes)]
+    if len(kept) == 2:
+        result = matrix((len(kept[0]), len(kept[1])), t.dtype)
+    else:
+        result = vector(len(kept[0]), t.dtype)
+    return Val(b.op(OpCode.BUILD, parts, result))

@@ -181,12 +181,14 @@ class ExprLowering:
 
     def sliced(self, base: Any, index_nodes: list[ast.expr]) -> Val:
         """`a[1:n]`, `a[i, ::2]`: a view of an array (`array_views.py`)."""
-        from kernelc.frontend.array_views import array_view
+        from kernelc.frontend.array_views import array_view, composite_slice
 
+        if isinstance(base, Val) and isinstance(base.type, (T.VectorType, T.MatrixType)):
+            return composite_slice(self, base, index_nodes)
         if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES):
             base = ArrayView(base, ())
         if not isinstance(base, ArrayView):
-            raise KernelError("slicing is supported on arrays only in kernels")
+            raise KernelError("only arrays, vectors and matrices can be sliced in kernels")
         parts = [n if isinstance(n, ast.Slice) else self.index_value(n) for n in index_nodes]
         return array_view(self, base.array, [*base.indices, *parts])
 
