@@ -216,8 +216,3 @@ def bad_cells_inline(s: fem.Sample, domain: fem.Domain, f: fem.Field):
 def bad_cells_of_value(s: fem.Sample, f: fem.Field, x: float):
     c = fem.cells(x)  # BAD_CELLS_VALUE
     return f(c)
-
-
-@fem.integrand
-def bad_at_node_on_sides(s: fem.Sample, f: fem.Field, v: fem.Field):
-    return wp.dot(f(fem.at_node(f, s, 0)), v(s))  # BAD_AT_NODE_SIDES

@@ -208,8 +208,6 @@ def _where(marker: str, code: str) -> str:
      "can only be assigned to a name or passed to fem operators"),
     ("bad_cells_of_value", "cells", "# BAD_CELLS_VALUE", "x)",
      "must be a field or domain argument"),
-    ("bad_at_node_on_sides", "sides", "# BAD_AT_NODE_SIDES", "fem.at_node",
-     "only discrete fields on cells"),
 ])
 def test_wrong_uses_point_at_the_integrand(name, domain, marker, code, words):
     geo = _grid()
@@ -217,8 +215,6 @@ def test_wrong_uses_point_at_the_integrand(name, domain, marker, code, words):
     field = space.make_field()
     dom = fem.Cells(geo) if domain == "cells" else fem.Sides(geo)
     fields = {"f": field if domain == "cells" else field.trace()}
-    if name == "bad_at_node_on_sides":
-        fields["v"] = fem.make_test(space, domain=dom)
     values = {"x": 1.0} if name == "bad_cells_of_value" else {}
     with pytest.raises(kc.KernelError) as info:
         fem.integrate(getattr(P, name), fields=fields, values=values, domain=dom)

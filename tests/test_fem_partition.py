@@ -235,6 +235,42 @@ def _q1_basis(x: np.ndarray, nodes: np.ndarray, h: np.ndarray) -> np.ndarray:
     return np.prod(np.maximum(0.0, 1.0 - d), axis=2)
 
 
+def _partition_cells(x: np.ndarray, res: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The partition cell (mask 1) each point of the unit square is binned in, by Warp's
+    grid search: its own cell, else the last closest cell within half a cell, else -1."""
+    found = np.full(len(x), -1)
+    for p, point in enumerate(x * res):  # in cell units (the grid is the unit square)
+        clamped = np.clip(point, 0.0, res)
+        own = np.minimum(np.floor(clamped).astype(int), res - 1)
+        if mask[own[0] * res[1] + own[1]]:
+            found[p] = own[0] * res[1] + own[1]
+            continue
+        lo = np.maximum(0, np.floor(clamped - 0.5).astype(int))
+        hi = np.minimum(res, np.floor(clamped + 0.5).astype(int) + 1)
+        best = 0.25 / res.max() ** 2  # (half of the smaller cell size) squared
+        for i in range(lo[0], hi[0]):
+            for j in range(lo[1], hi[1]):
+                gap = (point - np.clip(point, (i, j), (i + 1, j + 1))) / res
+                if mask[i * res[1] + j] and gap @ gap <= best:
+                    best, found[p] = gap @ gap, i * res[1] + j
+    return found
+
+
+def _cell_q1(x: np.ndarray, cells: np.ndarray, res: np.ndarray, nodes: int) -> np.ndarray:
+    """(points, nodes): each point's cell's four Q1 functions at the point (extended
+    outside the cell), zero rows for points in no cell."""
+    out = np.zeros((len(x), nodes))
+    for p, cell in enumerate(cells):
+        if cell < 0:
+            continue
+        ij = np.array([cell // res[1], cell % res[1]])
+        u, v = x[p] * res - ij
+        for a, b in np.ndindex(2, 2):
+            node = (ij[0] + a) * (res[1] + 1) + ij[1] + b
+            out[p, node] += (u if a else 1.0 - u) * (v if b else 1.0 - v)
+    return out
+
+
 def test_pic_quadrature_sums_over_particles():
     res = np.array([4, 3])
     geo = fem.Grid2D(res=kc.vec2i(*res))
@@ -283,9 +319,12 @@ def test_pic_quadrature_on_partition_with_domain_indices():
     part = fem.ExplicitGeometryPartition(geo, kc.array(mask, dtype=int))
     sp = fem.make_space_partition(space_topology=space.topology, geometry_partition=part)
     cell_of = np.minimum((x * res).astype(int), res - 1)
-    inside = mask[cell_of[:, 0] * res[1] + cell_of[:, 1]] == 1
     phi = _q1_basis(x, space.node_positions().numpy().astype(np.float64), 1.0 / res)
-    want = phi.T @ (measures * values * inside)
+    # Warp's binning: a partition cell within half a cell of the particle, its basis
+    # functions extended to the particle
+    found = _partition_cells(x, res, mask)
+    inside = found >= 0
+    want = _cell_q1(x, found, res, space.node_count()).T @ (measures * values)
     for by_domain in (False, True):
         pic = fem.PicQuadrature(fem.Cells(part), kc.array(x, dtype=kc.vec2),
                                 kc.array(measures, dtype=float),

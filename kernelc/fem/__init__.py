@@ -24,8 +24,15 @@ from kernelc.fem.dirichlet import (
     project_system_matrix,
     project_system_rhs,
 )
+from kernelc.fem.dof_mapper import (
+    DofMapper,
+    IdentityMapper,
+    SkewSymmetricTensorMapper,
+    SymmetricTensorMapper,
+)
 from kernelc.fem.domain import BoundarySides, Cells, FrontierSides, GeometryDomain, Sides
 from kernelc.fem.element import Element
+from kernelc.fem.explicit_quadrature import ExplicitQuadrature
 from kernelc.fem.field import (
     DiscreteField,
     FieldLike,
@@ -37,6 +44,7 @@ from kernelc.fem.field import (
     make_trial,
 )
 from kernelc.fem.field_implicit import ImplicitField, UniformField
+from kernelc.fem.field_nonconforming import NonconformingField
 from kernelc.fem.field_restriction import FieldRestriction, make_restriction
 from kernelc.fem.geometry import Geometry
 from kernelc.fem.grid2d import Grid2D
@@ -57,6 +65,11 @@ from kernelc.fem.operators import (
     degree,
     div,
     div_outer,
+    element_closest_point,
+    element_coordinates,
+    element_index,
+    element_partition_index,
+    environment_index,
     grad,
     grad_average,
     grad_jump,
@@ -67,10 +80,20 @@ from kernelc.fem.operators import (
     measure,
     measure_ratio,
     node_count,
+    node_index,
+    node_inner_weight,
+    node_inner_weight_gradient,
+    node_outer_weight,
+    node_outer_weight_gradient,
+    node_partition_index,
     normal,
     outer,
+    partition_lookup,
     position,
     scalar_type,
+    to_cell_side,
+    to_inner_cell,
+    to_outer_cell,
 )
 from kernelc.fem.partition import (
     CellBasedGeometryPartition,
@@ -95,6 +118,12 @@ from kernelc.fem.space import (
     make_space_partition,
 )
 from kernelc.fem.space_partition import NodePartition
+from kernelc.fem.space_vector import (
+    ContravariantFunctionSpace,
+    CovariantFunctionSpace,
+    make_contravariant_function_space,
+    make_covariant_function_space,
+)
 from kernelc.fem.subdomain import Subdomain
 from kernelc.fem.tetmesh import Tetmesh
 from kernelc.fem.topology import SpaceTopology
@@ -120,9 +149,16 @@ from kernelc.fem.types import (
 __all__ = [
     "cache", "Temporary", "TemporaryStore", "borrow_temporary", "borrow_temporary_like",
     "set_default_temporary_store", "FieldRestriction", "make_restriction", "NodalQuadrature",
-    "Subdomain",
+    "Subdomain", "DofMapper", "IdentityMapper", "SkewSymmetricTensorMapper",
+    "SymmetricTensorMapper", "NonconformingField",
     "CellBasedGeometryPartition", "ExplicitGeometryPartition", "FrontierSides",
     "GeometryPartition", "LinearGeometryPartition", "NodePartition", "PicQuadrature",
+    "ExplicitQuadrature",
+    "element_closest_point", "element_coordinates", "element_index",
+    "element_partition_index", "partition_lookup", "environment_index", "node_index",
+    "node_inner_weight", "node_inner_weight_gradient", "node_outer_weight",
+    "node_outer_weight_gradient", "node_partition_index", "to_cell_side", "to_inner_cell",
+    "to_outer_cell",
     "D", "at_node", "cells", "node_count", "ImplicitField", "UniformField", "curl", "div", "div_outer", "lookup",
     "NULL_ELEMENT_INDEX", "NULL_NODE_INDEX", "NULL_QP_INDEX", "OUTSIDE", "BoundarySides",
     "Cells", "CollocatedFunctionSpace", "DeformedGeometry", "Coords", "Coords_f64", "DiscreteField", "Domain",
@@ -133,7 +169,9 @@ __all__ = [
     "SpaceRestriction", "SpaceTopology", "TestField", "TrialField", "average",
     "deformation_gradient", "degree", "grad", "grad_average", "grad_jump", "grad_outer",
     "inner", "integrand", "integrate", "interpolate", "jump", "linalg",
-    "make_collocated_function_space", "make_discrete_field", "make_element_shape_function",
+    "make_collocated_function_space", "make_contravariant_function_space",
+    "make_covariant_function_space", "CovariantFunctionSpace", "ContravariantFunctionSpace",
+    "make_discrete_field", "make_element_shape_function",
     "make_free_sample", "make_polynomial_basis_space", "make_polynomial_space",
     "make_space_partition", "make_space_restriction", "make_test", "make_trial", "measure",
     "measure_ratio", "normal", "normalize_dirichlet_projector", "operators", "outer",

@@ -10,6 +10,7 @@ from typing import Any
 import kernelc as kc
 from kernelc.fem.domain import Cells, GeometryDomain
 from kernelc.fem.field_eval import FieldEval, basis_eval, discrete_cells_arg, discrete_eval
+from kernelc.fem.field_nodes import device_element_nodes
 from kernelc.fem.restriction import SpaceRestriction, restriction_for
 from kernelc.fem.space import FunctionSpace, SpacePartition, make_space_partition
 from kernelc.fem.topology import SpaceTopology
@@ -79,8 +80,8 @@ class SpaceField(FieldLike):
 
     @property
     def dof_dtype(self) -> Any:
-        """Type of the value stored per node."""
-        return self._space.dtype
+        """Type of the value stored per node (the dof mapper's dof type)."""
+        return self._space.dof_dtype
 
     @property
     def gradient_dtype(self) -> Any:
@@ -105,12 +106,13 @@ class DiscreteField(SpaceField):
 
     def __init__(self, space: FunctionSpace, space_partition: SpacePartition) -> None:
         super().__init__(space, space_partition)
-        self._dof_values = kc.zeros(space_partition.node_count(), dtype=space.dtype)
+        self._dof_values = kc.zeros(space_partition.node_count(), dtype=space.dof_dtype)
         self._element_nodes: dict[str, Any] = {}
 
     @property
     def dof_values(self) -> Any:
-        """The value at each node, a `kc.array` of the space's dtype."""
+        """The dofs of each node, a `kc.array` of the space's `dof_dtype` (its `dtype` without
+        a dof mapper)."""
         return self._dof_values
 
     @dof_values.setter
@@ -130,6 +132,8 @@ class DiscreteField(SpaceField):
         arg.elt = domain.element_arg_value(device)
         arg.dof_values = self._dof_values.to(device)
         arg.element_nodes = self._element_nodes[key]
+        if hasattr(self._space, "fill_field_arg"):  # vector-valued bases: their signs
+            self._space.fill_field_arg(arg, device)
 
     def make_field(self, space_partition: SpacePartition | None = None) -> "DiscreteField":
         """A new zero field on the same space."""
@@ -197,6 +201,9 @@ class TestField(SpaceField):
 
     def fill_arg(self, arg: Any, domain: GeometryDomain, device: Any) -> None:
         arg.elt = domain.element_arg_value(device)
+        arg.element_nodes = device_element_nodes(self._space.topology, device)
+        if hasattr(self._space, "fill_field_arg"):  # vector-valued bases: their signs
+            self._space.fill_field_arg(arg, device)
 
     @property
     def kind_name(self) -> str:
@@ -220,6 +227,9 @@ class TrialField(SpaceField):
 
     def fill_arg(self, arg: Any, domain: GeometryDomain, device: Any) -> None:
         arg.elt = domain.element_arg_value(device)
+        arg.element_nodes = device_element_nodes(self._space.topology, device)
+        if hasattr(self._space, "fill_field_arg"):  # vector-valued bases: their signs
+            self._space.fill_field_arg(arg, device)
 
     @property
     def kind_name(self) -> str:

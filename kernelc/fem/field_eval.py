@@ -16,10 +16,9 @@ the former, "outer" ones only the latter, as in Warp.
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 import kernelc as kc
-from kernelc.fem.types import ElementKind, make_free_sample, sample_builder
+from kernelc.fem.field_nodes import field_node_ops
+from kernelc.fem.types import ElementKind, make_free_sample
 from kernelc.fem.valuetypes import skew_part_func, symmetric_part_func, value_kind
 
 _WHY = {"grad": "gradient (matrix-valued fields have none)",
@@ -27,7 +26,8 @@ _WHY = {"grad": "gradient (matrix-valued fields have none)",
                "geometry's dimension have one)",
         "D": "symmetric gradient (only vector fields of the geometry's dimension have one)",
         "curl": "curl (only vector fields of dimension 2 or 3 have one)",
-        "at_node": "fem.at_node (only discrete fields on cells have it yet)"}
+        "at_node": "fem.at_node (only test, trial and discrete fields of function spaces "
+                   "have it)"}
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,8 @@ _CACHE: dict[tuple, FieldEval] = {}
 def basis_eval(kind: str, space: Any, domain: Any) -> FieldEval:
     """Funcs for a test (`kind="test"`) or trial (`"trial"`) field: the basis function of
     the sample's test or trial dof."""
+    if hasattr(space, "field_eval"):  # vector-valued bases (space_vector.py)
+        return space.field_eval(kind, domain)
     key = (kind, space.name, domain.name)
     if key not in _CACHE:
         _CACHE[key] = _basis_eval(kind, space, domain)
@@ -118,6 +120,8 @@ def basis_eval(kind: str, space: Any, domain: Any) -> FieldEval:
 
 def discrete_eval(space: Any, domain: Any) -> FieldEval:
     """Funcs for a discrete field: sum over the element's nodes of value x basis function."""
+    if hasattr(space, "field_eval"):  # vector-valued bases (space_vector.py)
+        return space.field_eval("discrete", domain)
     key = ("discrete", space.name, domain.name)
     if key not in _CACHE:
         _CACHE[key] = _discrete_eval(space, domain)
@@ -140,7 +144,7 @@ def _basis_eval(kind: str, space: Any, domain: Any) -> FieldEval:
     weight, weight_gradient = shape.weight, shape.weight_gradient
     N = shape.NODES_PER_ELEMENT
     Arg = _struct(f"{kind.capitalize()}FieldArg_{_ident(space.name)}_{_ident(domain.name)}",
-                  {"elt": domain.ElementArg})
+                  {"elt": domain.ElementArg, "element_nodes": kc.array2d(dtype=int)})
     use_test = kind == "test"
     zero, grad_zero, div_zero = algebra.zero, algebra.grad_zero, algebra.div_zero
     unit, basis_grad, basis_div = algebra.unit, algebra.basis_grad, algebra.basis_div
@@ -209,44 +213,29 @@ def _basis_eval(kind: str, space: Any, domain: Any) -> FieldEval:
     else:
         maps = _side_maps(geo)
         inner, outer = funcs(0, *maps["inner"]), funcs(N, *maps["outer"])
-    return _field_eval(Arg, inner, outer, space, domain, False)
+    return _field_eval(Arg, inner, outer, space, domain, kind)
 
 
 def _field_eval(Arg: type, inner: dict, outer: dict, space: Any, domain: Any,
-                discrete: bool) -> FieldEval:
+                kind: str) -> FieldEval:
     ops = {"inner": inner["value"], "outer": outer["value"], "grad": inner["grad"],
            "grad_outer": outer["grad"], "div": inner["div"], "div_outer": outer["div"],
-           **_node_ops(space, domain, discrete)}
+           **_node_count(space, domain), **field_node_ops(kind, space, domain)}
     return FieldEval(Arg, ops, space.geometry.scalar_type, space.algebra.grad_type,
                      space.dtype)
 
 
-def _node_ops(space: Any, domain: Any, discrete: bool) -> dict:
-    """`fem.node_count(f, s)` (on sides, the trace's: both cells' nodes) and, for discrete
-    fields on cells, `fem.at_node(f, s, k)`: the sample moved to node k of its cell,
-    carrying no test or trial dof (Warp's rule)."""
-    shape = space.shape
-    scalar = space.geometry.scalar_type
+def _node_count(space: Any, domain: Any) -> dict:
+    """`fem.node_count(f, s)`: on sides, the trace's (both cells' nodes). The other node
+    operators are in `field_nodes.py`."""
     side = domain.element_kind == ElementKind.SIDE
-    count = shape.NODES_PER_ELEMENT * (2 if side else 1)
+    count = space.shape.NODES_PER_ELEMENT * (2 if side else 1)
 
     @kc.func
     def node_count(arg: Any, s: Any):
         return count
 
-    if side or not discrete:
-        return {"node_count": node_count}
-    coords = shape.node_coords().astype(np.float64)
-    Table = kc.types.matrix(shape=coords.shape, dtype=scalar)
-    table = Table(*coords.reshape(-1))
-    make_sample = sample_builder(scalar)
-
-    @kc.func
-    def at_node(arg: Any, s: Any, node: int):
-        return make_sample(s.element_index, table[node], s.qp_index, s.qp_weight,
-                           kc.vec2i(-1, -1), kc.vec2i(-1, -1))
-
-    return {"node_count": node_count, "at_node": at_node}
+    return {"node_count": node_count}
 
 
 def discrete_cells_arg(space: Any, domain: Any, cells: Any) -> Any:
@@ -257,6 +246,7 @@ def discrete_cells_arg(space: Any, domain: Any, cells: Any) -> Any:
         SideFieldArg = discrete_eval(space, domain).Arg
         CellFieldArg = discrete_eval(space, cells).Arg
         to_cell_arg = domain.geometry.side_to_cell_arg
+        signed = hasattr(space, "fill_field_arg")  # vector-valued bases' orientation signs
 
         @kc.func
         def field_on_cells(arg: SideFieldArg):
@@ -264,6 +254,8 @@ def discrete_cells_arg(space: Any, domain: Any, cells: Any) -> Any:
             out.elt = to_cell_arg(arg.elt)
             out.dof_values = arg.dof_values
             out.element_nodes = arg.element_nodes
+            if kc.static(signed):
+                out.element_signs = arg.element_signs
             return out
 
         _CELL_ARG_FUNCS[key] = field_on_cells
@@ -280,18 +272,22 @@ def _discrete_eval(space: Any, domain: Any) -> FieldEval:
     weight, weight_gradient = shape.weight, shape.weight_gradient
     N = shape.NODES_PER_ELEMENT
     Arg = _struct(f"DiscreteFieldArg_{_ident(space.name)}_{_ident(domain.name)}", {
-        "elt": domain.ElementArg, "dof_values": kc.array(dtype=space.dtype),
+        "elt": domain.ElementArg, "dof_values": kc.array(dtype=space.dof_dtype),
         "element_nodes": kc.array2d(dtype=int)})
     zero, grad_zero, div_zero = algebra.zero, algebra.grad_zero, algebra.div_zero
     node_grad, node_div = algebra.node_grad, algebra.node_div
-    scalar_values = algebra.kind == "scalar"
+    to_value = algebra.to_value  # None: nodes store values (no dof mapper)
+    scalar_values = algebra.kind == "scalar" and to_value is None
     has_grad, has_div = algebra.grad_type is not None, algebra.div_type is not None
 
     @kc.func
     def cell_value(arg: Arg, cell: int, coords: Any):
         total = zero()
         for k in range(N):
-            total += arg.dof_values[arg.element_nodes[cell, k]] * weight(coords, k)
+            if kc.static(to_value is None):
+                total += arg.dof_values[arg.element_nodes[cell, k]] * weight(coords, k)
+            else:
+                total += weight(coords, k) * to_value(arg.dof_values[arg.element_nodes[cell, k]])
         return total
 
     @kc.func
@@ -349,7 +345,7 @@ def _discrete_eval(space: Any, domain: Any) -> FieldEval:
     else:
         maps = _side_maps(geo)
         inner, outer = funcs(*maps["inner"]), funcs(*maps["outer"])
-    return _field_eval(Arg, inner, outer, space, domain, True)
+    return _field_eval(Arg, inner, outer, space, domain, "discrete")
 
 
 def _ident(name: str) -> str:

@@ -127,7 +127,7 @@ class ImplicitField(FieldLike):
     Args:
         domain: The domain the field is defined on.
         func: A `@kc.func` whose first parameter is the position (a vector of the
-            geometry's dimension) or a quadrature point index (an int); its other
+            geometry's dimension, or `typing.Any`) or a quadrature point index (an int); its other
             parameters are taken from `values`.
         values: The other arguments of `func`, by name.
         grad_func: Optional func with the same parameters, giving the gradient.
@@ -151,7 +151,8 @@ class ImplicitField(FieldLike):
         annotations = func.annotations
         first = T.as_type(annotations.get(names[0])) if names else None
         dim = domain.geometry.dimension
-        if isinstance(first, T.VectorType) and first.length == dim:
+        if (isinstance(first, T.VectorType) and first.length == dim) or annotations.get(
+                names[0]) is Any:  # a generic position, as Warp matches it
             self._qp_based = False
         elif first == T.int32:
             self._qp_based = True

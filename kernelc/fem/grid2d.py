@@ -333,8 +333,9 @@ def _grid2d_funcs(scalar: Any) -> SimpleNamespace:
         return Coords(scalar(OUTSIDE))
 
     return SimpleNamespace(
-        CellArg=CellArg, SideArg=SideArg, get_cell=get_cell,
-        boundary_side_index=boundary_side_index, cell_position=cell_position,
+        CellArg=CellArg, SideArg=SideArg, get_cell=get_cell, get_side=get_side,
+        is_flipped=is_flipped, boundary_side_index=boundary_side_index,
+        cell_position=cell_position,
         cell_deformation_gradient=cell_deformation_gradient,
         cell_inverse_deformation_gradient=cell_inverse_deformation_gradient,
         cell_measure=cell_measure, cell_normal=cell_normal, side_to_cell_arg=side_to_cell_arg,

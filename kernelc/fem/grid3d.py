@@ -350,7 +350,7 @@ def _grid3d_funcs(scalar: Any) -> SimpleNamespace:
              "side_inner_inverse_deformation_gradient", "side_outer_inverse_deformation_gradient",
              "side_measure", "side_measure_ratio", "side_normal", "side_inner_cell_index",
              "side_outer_cell_index", "side_inner_cell_coords", "side_outer_cell_coords",
-             "side_from_cell_coords")
+             "side_from_cell_coords", "get_side")
     scope = locals()
     return SimpleNamespace(**{n: scope[n] for n in names})
 

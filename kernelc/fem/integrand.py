@@ -31,6 +31,7 @@ import numpy as np
 import kernelc as kc
 from kernelc import types as T
 from kernelc.errors import KernelError
+from kernelc.fem.domain_index import domain_arg_type
 from kernelc.fem.rewrite import Rewriter
 from kernelc.fem.types import Domain, Field, Sample, Sample_f64
 from kernelc.frontend.decorators import Func
@@ -164,7 +165,7 @@ def _make_body(itg: Integrand, roles: dict[str, str], fields: dict[str, Any], do
             annotations[name] = targets[name].Arg
         elif role == "domain":
             targets[name] = domain
-            annotations[name] = domain.ElementArg
+            annotations[name] = domain_arg_type(domain)  # element argument and indices
         else:
             annotations[name] = value_types[name]
     rewriter = Rewriter(itg, source, roles, targets, fields, domain)

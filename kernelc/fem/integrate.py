@@ -18,6 +18,7 @@ import kernelc as kc
 from kernelc.fem import integrate_kernels as K
 from kernelc.fem.cache import borrow_temporary
 from kernelc.fem.domain import GeometryDomain
+from kernelc.fem.domain_index import domain_arg_value
 from kernelc.fem.field import FieldLike, TestField, TrialField
 from kernelc.fem.integrand import Integrand, Specialization, value_error, value_type_of
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
@@ -81,7 +82,7 @@ def _fill_structs(spec: Specialization, integrand: Integrand, roles: dict[str, s
             fields[name].fill_arg(arg, domain, device)
             setattr(field_struct, name, arg)
         elif roles[name] == "domain":
-            setattr(field_struct, name, domain.element_arg_value(device))
+            setattr(field_struct, name, domain_arg_value(domain, device))
     value_struct = spec.Values()
     for name, value in values.items():
         t = kc.types.as_type(value_types[name])
@@ -110,7 +111,8 @@ def launch(integrand: Integrand, kernel: Any, dim: Any, inputs: list, device: An
 
 
 # The files whose kernels call integrands: an error there is about the integrand's value.
-KERNEL_TEMPLATES = frozenset({"integrate_kernels.py", "interpolate.py", "pic_kernels.py"})
+KERNEL_TEMPLATES = frozenset({"integrate_kernels.py", "interpolate.py", "pic_kernels.py",
+                              "interpolate_points.py"})
 _FEM_DIR = Path(__file__).parent
 
 

@@ -10,6 +10,7 @@ times the node's dual weight (1 / its basis function at the node).
 from typing import Any
 
 import kernelc as kc
+from kernelc.fem.dof_mapper import is_identity
 from kernelc.fem.domain import GeometryDomain
 from kernelc.fem.field import (
     DiscreteField,
@@ -22,6 +23,7 @@ from kernelc.fem.field_restriction import FieldRestriction
 from kernelc.fem.integrand import Integrand, integrand, value_type_of
 from kernelc.fem.integrate import _check_field_compat, _fill_structs, _parse_arguments, launch
 from kernelc.fem.integrate_kernels import _named, node_coords_func
+from kernelc.fem.interpolate_points import ArrayDest, interpolate_at_points
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
 from kernelc.fem.restriction import SpaceRestriction
 from kernelc.fem.types import OUTSIDE, ElementKind, Field, Sample, coords_type, sample_builder
@@ -49,8 +51,10 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
         at: A `Quadrature` (interpolate at its points), a `SpaceRestriction` or a domain
             (the nodes of `dest` there; with no `dest` field, a domain means one point per
             element), or None (all the nodes of `dest`).
-        dest_space: Not supported yet (the space comes from `dest`).
-        dim: Not supported yet.
+        dest_space: With an array (or None) `dest`: the space at whose nodes to interpolate
+            (on `at`, a domain or a `SpaceRestriction`), `dest` holding one value per node.
+        dim: With an array (or None) `dest` and a domain `at`: the number of samples tied
+            to no element (`s.qp_index` from 0 to dim - 1) to run the integrand at.
         fields: Field arguments (discrete fields; no test or trial field).
         values: Other arguments by parameter name.
         reduction: How values from several cells combine at a shared node.
@@ -65,8 +69,6 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
     values = dict(values or {})
     if not isinstance(integrand, Integrand):
         raise ValueError("integrand must be tagged with @integrand decorator")
-    if dest_space is not None or dim is not None:
-        raise NotImplementedError("interpolate(dest_space=..., dim=...) is not supported yet")
     if reduction not in _REDUCTIONS:
         raise ValueError(f"Unsupported reduction method '{reduction}'")
     roles, test_name, trial_name, _ = _parse_arguments(integrand, fields, values)
@@ -84,18 +86,29 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
     elif isinstance(dest, DiscreteField):  # its nodes on `at` (default: its partition's cells)
         domain = at if isinstance(at, GeometryDomain) else None
         restriction = make_space_restriction(space_partition=dest.space_partition, domain=domain)
+    elif dest_space is not None:  # the nodes of `dest_space` on `at` (default: all cells)
+        domain = at if isinstance(at, GeometryDomain) else None
+        restriction = make_space_restriction(space_topology=dest_space.topology, domain=domain)
+    elif isinstance(at, GeometryDomain) and dim is not None:  # `dim` free samples
+        from kernelc.fem.interpolate_vector import free_samples
+
+        spec, common = _prepare(integrand, roles, at, fields, values, device)
+        return free_samples(integrand, spec, common, at, dest, dim, device)
     elif isinstance(at, GeometryDomain):
         return _at_quadrature(integrand, roles, RegularQuadrature(at, order=0), dest, fields,
                               values, device)
     else:
         raise ValueError(f"Unable to determine interpolation domain from provided arguments "
                          f"`dest` '{dest}', `at` '{at}'")
-    if not isinstance(dest, DiscreteField):
-        raise NotImplementedError("interpolate() at nodes needs a DiscreteField `dest` (or a "
-                                  "restriction of one)")
+    if dest_space is not None and not isinstance(dest, DiscreteField):
+        dest = ArrayDest(dest_space, dest, device)  # an array of node values
+    if not isinstance(dest, (DiscreteField, ArrayDest)):
+        raise ValueError("`dest_space` must be provided when interpolating into an array at "
+                         "nodes")
     if dest.space.topology is not restriction.space_topology:
         raise ValueError("Incompatible field and space restriction topologies")
-    if restriction.domain.element_kind != ElementKind.CELL:
+    if restriction.domain.element_kind != ElementKind.CELL and not hasattr(
+            dest.space, "node_dof_func"):
         raise NotImplementedError("interpolate() at the nodes of sides is not supported yet")
     return _at_nodes(integrand, roles, dest, restriction, fields, values, reduction, device)
 
@@ -113,6 +126,8 @@ def _prepare(itg: Integrand, roles: dict, domain: GeometryDomain, fields: dict, 
 
 def _at_quadrature(itg: Integrand, roles: dict, quadrature: Quadrature, dest: Any,
                    fields: dict, values: dict, device: Any) -> None:
+    if hasattr(quadrature, "pic_arrays"):  # points binned per element (PicQuadrature, ...)
+        return interpolate_at_points(itg, roles, quadrature, dest, fields, values, device)
     domain = quadrature.domain
     spec, common = _prepare(itg, roles, domain, fields, values, device)
     dest_type = None if dest is None else dest.dtype
@@ -169,12 +184,18 @@ def _at_nodes(itg: Integrand, roles: dict, dest: DiscreteField, restriction: Spa
     space = dest.space
     domain = restriction.domain
     spec, common = _prepare(itg, roles, domain, fields, values, device)
+    if hasattr(space, "node_dof_func"):  # vector-valued bases: dofs of their own
+        from kernelc.fem.interpolate_vector import vector_at_nodes
+
+        return vector_at_nodes(itg, spec, common, dest, restriction, reduction, device)
     shape = space.shape
+    mapper = space.dof_mapper
+    to_dof = None if is_identity(mapper) else mapper.value_to_dof
     key = ("interpolate_nodes", domain.name, shape.name, reduction,
-           repr(kc.types.as_type(dest.dtype)))
+           repr(kc.types.as_type(dest.dtype)), None if to_dof is None else mapper.key)
     if key not in spec.kernels:
         spec.kernels[key] = _node_kernel(spec, domain, shape, dest.dtype, reduction,
-                                         itg.__name__)
+                                         itg.__name__, to_dof, space.dof_dtype)
     arrays = restriction.arrays(device)
     coords = kc.array(shape.node_coords(), dtype=domain.geometry.coords_type, device=device)
     if restriction.node_count():
@@ -184,7 +205,7 @@ def _at_nodes(itg: Integrand, roles: dict, dest: DiscreteField, restriction: Spa
 
 
 def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, reduction: str,
-                 name: str) -> Any:
+                 name: str, to_dof: Any = None, dof_type: Any = None) -> Any:
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
@@ -193,14 +214,17 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
     weight = shape.weight
     node_coords = node_coords_func(domain, shape.NODES_PER_ELEMENT)
     Dest = dest_type
+    Dofs = dest_type if to_dof is None else dof_type  # what the field stores per node
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
+    # shapes whose node values are their dofs (non-conforming ones) say so, as in Warp
+    unit_dual = getattr(shape, "UNIT_DUAL_WEIGHT", False)
 
     @kc.kernel
     def interpolate_nodes(elt_arg: ElementArg, fields: Fields, values: Values,
                           cell_node_coords: kc.array(dtype=Coords),
                           nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
                           entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
-                          dest: kc.array(dtype=Dest)):
+                          dest: kc.array(dtype=Dofs)):
         r = kc.tid()
         node = nodes[r]
         total = Dest(0.0)
@@ -239,8 +263,13 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
                     weight_sum = scalar(1.0)
                     break
         if weight_sum > scalar(0.0):
-            dual = scalar(1.0) / weight(first_coords, first_local)
-            dest[node] = total / weight_sum * dual
+            dual = scalar(1.0)
+            if kc.static(not unit_dual):
+                dual = scalar(1.0) / weight(first_coords, first_local)
+            if kc.static(to_dof is None):
+                dest[node] = total / weight_sum * dual
+            else:  # the dofs of the value, through the space's dof mapper
+                dest[node] = to_dof(total / weight_sum) * dual
 
     return _named(interpolate_nodes, f"{_ident(name)}_interpolate_nodes_{reduction}")
 

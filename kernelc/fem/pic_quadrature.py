@@ -2,7 +2,7 @@
 for particle-in-cell and material point methods).
 
 Each particle is found in a cell of the domain (by world position, with the domain's
-lookup, or given as (cell, coordinates)); the points of a cell are its particles, by
+partition lookup, or given as (cell, coordinates)); the points of a cell are its particles, by
 increasing particle index, and a point's index (`s.qp_index`) is its particle's. A
 particle's weight is its measure over its cell's measure at the particle (so that
 weight x cell measure, what integrals sum, is the particle's measure), or without
@@ -39,8 +39,8 @@ class PicQuadrature(Quadrature):
         measures: Each particle's measure (area or volume), a `kc.array`; None shares each
             cell among its particles.
         requires_grad: Accepted for Warp's sake.
-        max_dist: Accepted for Warp's sake: particles found in cells outside a partition
-            are left out (Warp also looks for partition cells nearby).
+        max_dist: On a geometry partition, how far from a position to look for the
+            partition's cells (`fem.partition_lookup`; at least half a cell on grids).
         use_domain_element_indices: Bin by the cells' indices in the domain instead of in
             the geometry (cell indices given in `positions` are then domain indices).
         env_indices: Not supported (environments).
@@ -62,6 +62,7 @@ class PicQuadrature(Quadrature):
             raise NotImplementedError("environment indices are not supported yet")
         self._by_domain = bool(use_domain_element_indices)
         self._scalar = domain.geometry.scalar_type
+        self._max_dist = float(max_dist)
         self._bin(positions, measures)
         self._device_arrays: dict[str, tuple] = {}
 
@@ -131,7 +132,7 @@ class PicQuadrature(Quadrature):
         domain = self._domain
         fractions = None
         if isinstance(positions, kc.array):
-            cells, coords = _locate(domain, positions)
+            cells, coords = _locate(domain, positions, self._max_dist)
             if self._by_domain:  # geometry cell -> domain element (-1 outside the domain)
                 to_domain = np.full(domain.geometry_element_count(), NULL_ELEMENT_INDEX,
                                     dtype=np.int64)
@@ -189,20 +190,31 @@ class PicQuadrature(Quadrature):
 _KERNELS: dict[tuple, Any] = {}
 
 
-def _locate(domain: GeometryDomain, positions: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(geometry cell, cell coordinates) of each position, by the domain's lookup."""
+def _locate(domain: GeometryDomain, positions: Any, max_dist: float
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """(geometry cell, cell coordinates) of each position: the cell by the domain's
+    partition lookup (Warp's: on a partition, a partition cell near the position), the
+    coordinates of the position in it (outside it for positions outside the geometry: not
+    the lookup's closest point), as Warp bins particles."""
+    from kernelc.fem.domain_index import domain_arg_type, domain_arg_value
+    from kernelc.fem.domain_ops import domain_operator
+
     key = ("locate", domain.name, repr(kc.types.as_type(positions.dtype)))
     if key not in _KERNELS:
-        lookup, Coords = domain.element_lookup, coords_type(domain.geometry.scalar_type)
-        ElementArg, Position = domain.ElementArg, positions.dtype
+        lookup = domain_operator(domain, "partition_lookup")
+        coordinates = domain_operator(domain, "element_coordinates")
+        Coords = coords_type(domain.geometry.scalar_type)
+        DomainArg, Position = domain_arg_type(domain), positions.dtype
 
         @kc.kernel(enable_backward=False)
-        def pic_locate(elt_arg: ElementArg, points: kc.array(dtype=Position),
-                       cells: kc.array(dtype=int), coords: kc.array(dtype=Coords)):
+        def pic_locate(domain_arg: DomainArg, points: kc.array(dtype=Position),
+                       max_dist: float, cells: kc.array(dtype=int),
+                       coords: kc.array(dtype=Coords)):
             p = kc.tid()
-            s = lookup(elt_arg, points[p])
+            s = lookup(domain_arg, points[p], max_dist)
             cells[p] = s.element_index
-            coords[p] = s.element_coords
+            if s.element_index != NULL_ELEMENT_INDEX:
+                coords[p] = coordinates(domain_arg.geo, s.element_index, points[p])
 
         _KERNELS[key] = pic_locate
     n = positions.shape[0]
@@ -210,8 +222,8 @@ def _locate(domain: GeometryDomain, positions: Any) -> tuple[np.ndarray, np.ndar
     coords = kc.full(n, coords_type(domain.geometry.scalar_type)(OUTSIDE),
                      dtype=coords_type(domain.geometry.scalar_type), device=positions.device)
     if n:
-        kc.launch(_KERNELS[key], dim=n, inputs=[domain.element_arg_value(positions.device),
-                                               positions, cells, coords],
+        kc.launch(_KERNELS[key], dim=n, inputs=[domain_arg_value(domain, positions.device),
+                                               positions, max_dist, cells, coords],
                   device=positions.device)
     return cells.numpy().astype(np.int64), coords.numpy()
 

@@ -12,11 +12,11 @@ from typing import Any
 from kernelc.errors import KernelError
 from kernelc.fem import operators
 from kernelc.fem.domain import cells_of_domain
+from kernelc.fem.domain_index import INDEX_OPERATORS
+from kernelc.fem.domain_ops import domain_operator
 from kernelc.fem.field import cells_of_field
+from kernelc.fem.field_nodes import field_op_key, why_not
 from kernelc.frontend.source import Source
-
-# Operators taking more than (field or domain, sample).
-_ARG_COUNTS = {"at_node": 3}
 
 
 class Rewriter(ast.NodeTransformer):
@@ -33,6 +33,9 @@ class Rewriter(ast.NodeTransformer):
         self.domain = domain
         self.bindings: dict[str, Any] = {}
         self.aliases: set[str] = set()  # local names bound by fem.cells(...)
+        # names holding a whole domain argument (geometry part `geo` and indices `index`,
+        # `domain_index.py`); the cells of a side domain hold a bare cell argument
+        self.domain_args = {name for name, role in roles.items() if role == "domain"}
 
     def error(self, message: str, node: ast.AST) -> KernelError:
         return KernelError(message, self.source.loc(node), self.itg.__name__)
@@ -117,9 +120,19 @@ class Rewriter(ast.NodeTransformer):
         self.targets[alias] = cells
         first = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target)
         if func is None:  # already on cells
+            if target.id in self.domain_args:
+                self.domain_args.add(alias)
             return first
+        if role == "domain":
+            first = self.geometry_part(first, target.id)
         callee = self.bind(func, "cells", node.func)
         return ast.copy_location(ast.Call(func=callee, args=[first], keywords=[]), node)
+
+    def geometry_part(self, value: ast.expr, name: str) -> ast.expr:
+        """The element argument in the domain value `value` of the name `name`."""
+        if name not in self.domain_args:
+            return value
+        return ast.copy_location(ast.Attribute(value=value, attr="geo", ctx=ast.Load()), value)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         callee = node.func
@@ -172,20 +185,26 @@ class Rewriter(ast.NodeTransformer):
                                  f"{len(args)}", node)
             rest = rest[:1]
         else:
-            self.expect_args(op, node, args, _ARG_COUNTS.get(op.name, 2))
+            self.expect_call_form(op, node, args, role)
         if role == "field":
             evaluator = self.targets[target.id]
-            func = evaluator.op(op.name)
+            func = evaluator.op(field_op_key(op.name, len(args)))
             if func is None:
-                raise self.error(f"fem.{op.name}: {evaluator.why_not(op.name)}", node)
+                raise self.error(f"fem.{op.name}: {why_not(evaluator, op.name, len(args))}",
+                                 node)
         else:
             domain = self.targets[target.id]
-            func = getattr(domain, f"element_{op.name}", None)
+            func = domain_operator(domain, op.name)
             if func is None:
                 raise self.error(f"fem.{op.name} is not available on {domain.name}", node)
+            if op.name in INDEX_OPERATORS and target.id not in self.domain_args:
+                raise self.error(f"fem.{op.name} is not available on the cells of a side "
+                                 "domain", node)
         callee = self.bind(func, op.name, node.func)
         if first is None:
             first = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target)
+        if role == "domain" and op.name not in INDEX_OPERATORS:
+            first = self.geometry_part(first, target.id)
         return ast.copy_location(ast.Call(func=callee, args=[first, *rest], keywords=[]), node)
 
     def integrand_call(self, other: Any, node: ast.Call) -> ast.AST:
@@ -225,6 +244,17 @@ class Rewriter(ast.NodeTransformer):
         body = other.body(fields, self.domain, value_types)
         callee = self.bind(body, "integrand", node.func)
         return ast.copy_location(ast.Call(func=callee, args=args, keywords=[]), node)
+
+    def expect_call_form(self, op: operators.Operator, node: ast.Call, args: list[ast.expr],
+                         role: str) -> None:
+        """Checks the argument count against the operator's call form (default: (field or
+        domain, sample))."""
+        counts, shown = operators.CALL_FORMS.get(op.name, ((2,), None))
+        if len(args) not in counts:
+            shown = shown or ("(f, s)" if role == "field" else "(domain, s)")
+            expected = " or ".join(str(c) for c in counts)
+            raise self.error(f"fem.{op.name}{shown} takes {expected} arguments, got "
+                             f"{len(args)}", node)
 
     def expect_args(self, op: operators.Operator, node: ast.Call, args: list[ast.expr],
                     count: int) -> None:

@@ -313,7 +313,8 @@ def make_element_shape_function(element: Element, degree: int,
         element: The reference element.
         degree: Polynomial degree (0 for constants, 1 to 4 for Lagrange, 2 or 3 for
             serendipity).
-        element_basis: Lagrange (default) or serendipity.
+        element_basis: Lagrange (default), serendipity or non-conforming polynomial
+            (`shape_nonconforming.py`).
         family: 1-D node family (default Gauss-Lobatto-Legendre).
         scalar_type: `kc.float32` (default) or `kc.float64`.
 
@@ -337,6 +338,14 @@ def _shape(element: Element, degree: int, element_basis: Any, family: Any,
         return ConstantShapeFunction(element, scalar_type)
     if degree < 0:
         raise ValueError(f"polynomial degree must be 0 or more, got {degree}")
+    if element_basis == ElementBasis.NONCONFORMING_POLYNOMIAL:
+        from kernelc.fem.shape_nonconforming import make_nonconforming_shape
+
+        return make_nonconforming_shape(element, degree, scalar_type)
+    if element_basis in (ElementBasis.NEDELEC_FIRST_KIND, ElementBasis.RAVIART_THOMAS):
+        from kernelc.fem.shape_vector import make_vector_shape
+
+        return make_vector_shape(element, degree, element_basis, scalar_type)
     if element == Element.SQUARE:
         if element_basis == ElementBasis.LAGRANGE:
             return SquareBipolynomialShapeFunctions(degree, family, scalar_type)

@@ -7,12 +7,13 @@ from typing import Any
 import numpy as np
 
 import kernelc as kc
+from kernelc.fem.dof_mapper import IdentityMapper, check_mapper, is_identity, mapped_algebra
 from kernelc.fem.geometry import Geometry
 from kernelc.fem.polynomial import Polynomial
 from kernelc.fem.shape import ElementBasis, ShapeFunction, make_element_shape_function
 from kernelc.fem.topology import SpaceTopology, make_topology
 from kernelc.fem.types import sample_type, vec_type
-from kernelc.fem.valuetypes import ValueAlgebra, dof_count, scalar_of, value_algebra
+from kernelc.fem.valuetypes import ValueAlgebra, scalar_of, value_algebra
 
 
 class ShapeBasisSpace:
@@ -131,11 +132,16 @@ def make_space_partition(space: "FunctionSpace | None" = None,
 
 class FunctionSpace:
     """A scalar-, vector- or matrix-valued space on a basis, all values of a node stored
-    together (Warp's `CollocatedFunctionSpace`)."""
+    together (Warp's `CollocatedFunctionSpace`); with a `dof_mapper` (`dof_mapper.py`), nodes
+    store the mapper's dof type and fields take its value type."""
 
-    def __init__(self, basis: ShapeBasisSpace, dtype: Any = None) -> None:
+    def __init__(self, basis: ShapeBasisSpace, dtype: Any = None, dof_mapper: Any = None) -> None:
         self._basis = basis
         scalar = basis.geometry.scalar_type
+        if dof_mapper is not None:  # the mapper's value type, as in Warp
+            dtype = dof_mapper.value_dtype
+            if not is_identity(dof_mapper):
+                check_mapper(dof_mapper, scalar)
         resolved = kc.types.as_type(scalar if dtype is None else dtype)
         if resolved is None or scalar_of(resolved) != kc.types.as_type(scalar):
             raise NotImplementedError(
@@ -143,10 +149,10 @@ class FunctionSpace:
                 "not supported yet: values must be scalars, vectors or matrices of the "
                 "geometry's scalar type")
         self.dtype = scalar if dtype is None else dtype
-        self.dof_dtype = self.dtype
-        self.dof_mapper = None
+        self.dof_mapper = dof_mapper if dof_mapper is not None else IdentityMapper(self.dtype)
+        self.dof_dtype = self.dof_mapper.dof_dtype
         self.ORDER = basis.ORDER
-        self.NODE_DOF_COUNT = self.VALUE_DOF_COUNT = dof_count(resolved)
+        self.NODE_DOF_COUNT = self.VALUE_DOF_COUNT = int(self.dof_mapper.DOF_SIZE)
         self.dimension = basis.geometry.dimension
 
     @property
@@ -177,7 +183,8 @@ class FunctionSpace:
     @property
     def name(self) -> str:
         """Identifies the space kind (equal names share compiled kernels)."""
-        return f"{self._basis.name}_{kc.types.as_type(self.dtype)!r}"
+        mapped = "" if is_identity(self.dof_mapper) else f"_{self.dof_mapper.name}"
+        return f"{self._basis.name}_{kc.types.as_type(self.dtype)!r}{mapped}"
 
     @property
     def weight_type(self) -> Any:
@@ -187,6 +194,8 @@ class FunctionSpace:
     def algebra(self) -> ValueAlgebra:
         """Device funcs building values, gradients and divergences of this space's type."""
         # Gradients live in the world: (value x geometry dimension), also on surfaces.
+        if not is_identity(self.dof_mapper):
+            return mapped_algebra(self.dof_mapper, self.geometry.dimension)
         return value_algebra(kc.types.as_type(self.dtype), self.geometry.dimension)
 
     @property
@@ -251,12 +260,15 @@ def make_polynomial_basis_space(geo: Geometry, degree: int = 1,
     Args:
         geo: The geometry.
         degree: Polynomial degree.
-        element_basis: Lagrange (default) or serendipity.
-        discontinuous: Whether each cell has nodes of its own (implied by degree 0).
+        element_basis: Lagrange (default), serendipity or non-conforming polynomial.
+        discontinuous: Whether each cell has nodes of its own (implied by degree 0 and by
+            non-conforming bases).
         family: 1-D node family (default Gauss-Lobatto-Legendre).
     """
     shape = make_element_shape_function(geo.reference_cell(), degree, element_basis, family,
                                         geo.scalar_type)
+    # non-conforming bases have no nodes on the cell boundary to share
+    discontinuous = discontinuous or element_basis == ElementBasis.NONCONFORMING_POLYNOMIAL
     return ShapeBasisSpace(make_topology(geo, shape, discontinuous), shape)
 
 
@@ -266,12 +278,12 @@ def make_collocated_function_space(basis_space: ShapeBasisSpace, dtype: Any = No
 
     Args:
         basis_space: The basis.
-        dtype: Value type: the geometry's scalar type (default), or a vector or matrix of it.
-        dof_mapper: Not supported yet.
+        dtype: Value type: the geometry's scalar type (default), or a vector or matrix of it
+            (ignored with a `dof_mapper`, whose value type the space takes).
+        dof_mapper: How node dofs map to values (`SymmetricTensorMapper`, ...; default:
+            nodes store values).
     """
-    if dof_mapper is not None:
-        raise NotImplementedError("dof mappers are not supported yet")
-    return FunctionSpace(basis_space, dtype)
+    return FunctionSpace(basis_space, dtype, dof_mapper)
 
 
 def make_polynomial_space(geo: Geometry, dtype: Any = None, dof_mapper: Any = None,
@@ -284,9 +296,11 @@ def make_polynomial_space(geo: Geometry, dtype: Any = None, dof_mapper: Any = No
         geo: The geometry (`Grid2D` or `Grid3D`).
         dtype: Value type: the geometry's scalar type (default), or a vector or matrix of it
             (`kc.vec2`, `kc.mat33d`, ...).
-        dof_mapper: Not supported yet.
+        dof_mapper: How node dofs map to values (`SymmetricTensorMapper`, ...; default:
+            nodes store values).
         degree: Polynomial degree.
-        element_basis: `ElementBasis.LAGRANGE` (default) or `ElementBasis.SERENDIPITY`.
+        element_basis: `ElementBasis.LAGRANGE` (default), `ElementBasis.SERENDIPITY` or
+            `ElementBasis.NONCONFORMING_POLYNOMIAL` (always discontinuous).
         discontinuous: Whether each cell has nodes of its own (discontinuous Galerkin
             spaces; implied by degree 0).
         family: 1-D node family (default Gauss-Lobatto-Legendre).
@@ -295,4 +309,8 @@ def make_polynomial_space(geo: Geometry, dtype: Any = None, dof_mapper: Any = No
         The function space.
     """
     basis = make_polynomial_basis_space(geo, degree, element_basis, discontinuous, family)
+    if hasattr(basis.shape, "VALUE"):  # Nedelec, Raviart-Thomas: vectors of the geometry
+        from kernelc.fem.space_vector import vector_function_space
+
+        return vector_function_space(basis)
     return make_collocated_function_space(basis, dtype, dof_mapper)

@@ -167,6 +167,10 @@ def make_topology(geometry: Geometry, shape: ShapeFunction,
         from kernelc.fem.deformed import DeformedTopology
 
         return DeformedTopology(geometry, make_topology(geometry.base, shape, discontinuous))
+    if hasattr(shape, "VALUE"):  # Nedelec, Raviart-Thomas: signed edge / side nodes
+        from kernelc.fem.topology_vector import make_vector_topology
+
+        return make_vector_topology(geometry, shape, discontinuous)
     if discontinuous or shape.ORDER == 0:
         if not isinstance(geometry, Geometry):
             raise NotImplementedError(f"function spaces on {geometry.name} are not supported yet")

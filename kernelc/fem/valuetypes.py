@@ -68,6 +68,7 @@ class ValueAlgebra:
     basis_div: Any  # (grad w, dof) -> div type
     node_grad: Any  # (value, grad w) -> grad type
     node_div: Any  # (value, grad w) -> div type
+    to_value: Any = None  # (node value) -> value, for spaces with a dof mapper (dof_mapper.py)
 
 
 def _zero_func(t: Any, scalar: Any) -> Any:

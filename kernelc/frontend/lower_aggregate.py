@@ -15,7 +15,7 @@ from kernelc import types as T
 from kernelc.builtins import BUILTINS
 from kernelc.errors import KernelError, WarpCodegenAttributeError
 from kernelc.frontend.builder import Val
-from kernelc.frontend.lower_expr import _OP_SYMBOL
+from kernelc.frontend.lower_expr import _OP_SYMBOL, PyObj
 from kernelc.ir.nodes import OpCode, Value
 from kernelc.types_vec import quaternion, vector
 
@@ -87,6 +87,8 @@ class AggregateLowering:
         t = base.type if isinstance(base, Val) else None
         if isinstance(t, T.StructType):
             return Val(self.component(base.value, self.field_index(t, attr)))
+        if isinstance(t, (T.VectorType, T.MatrixType)) and attr == "dtype":
+            return PyObj(t.dtype)  # `v.dtype(0.5)`: Warp's generic code builds scalars so
         if isinstance(t, T.VectorType):
             if t.kind == "transform" and attr in ("p", "q"):
                 first, n = (0, 3) if attr == "p" else (3, 4)
