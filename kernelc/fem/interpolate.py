@@ -204,6 +204,30 @@ def _at_nodes(itg: Integrand, roles: dict, dest: DiscreteField, restriction: Spa
                 arrays["entry_local"], dest.dof_values], device)
 
 
+def node_reduction_step(reduction: str, scalar: Any) -> tuple[Any, bool]:
+    """(func, first_only): `step(total, weight_sum, value, measure)` folds one cell's value
+    at a shared node into the running (total, weight sum) by `reduction`; the node's value
+    is then total / weight sum. `first_only`: the first cell's value is kept (the loop over
+    cells stops there)."""
+
+    @kc.func
+    def step(total: Any, weight_sum: Any, val: Any, measure: Any):
+        if kc.static(reduction == "weighted_average"):
+            return total + measure * val, weight_sum + measure
+        elif kc.static(reduction == "mean"):
+            return total + val, weight_sum + scalar(1.0)
+        elif kc.static(reduction == "sum"):
+            return total + val, scalar(1.0)
+        elif kc.static(reduction == "max"):
+            return kc.where(weight_sum > scalar(0.0), kc.max(total, val), val), scalar(1.0)
+        elif kc.static(reduction == "min"):
+            return kc.where(weight_sum > scalar(0.0), kc.min(total, val), val), scalar(1.0)
+        else:
+            return val, scalar(1.0)
+
+    return step, reduction not in ("weighted_average", "mean", "sum", "max", "min")
+
+
 def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, reduction: str,
                  name: str, to_dof: Any = None, dof_type: Any = None) -> Any:
     scalar = domain.geometry.scalar_type
@@ -218,6 +242,7 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
     # shapes whose node values are their dofs (non-conforming ones) say so, as in Warp
     unit_dual = getattr(shape, "UNIT_DUAL_WEIGHT", False)
+    step, first_only = node_reduction_step(reduction, scalar)
 
     @kc.kernel
     def interpolate_nodes(elt_arg: ElementArg, fields: Fields, values: Values,
@@ -242,25 +267,8 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
                 s = make_sample(element, coords, node, scalar(1.0), kc.vec2i(-1, -1),
                                 kc.vec2i(-1, -1))
                 val = Dest(call(s, fields, values))
-                if kc.static(reduction == "weighted_average"):
-                    vol = measure(elt_arg, s)
-                    weight_sum += vol
-                    total += vol * val
-                elif kc.static(reduction == "mean"):
-                    total += val
-                    weight_sum += scalar(1.0)
-                elif kc.static(reduction == "sum"):
-                    total += val
-                    weight_sum = scalar(1.0)
-                elif kc.static(reduction == "max"):
-                    total = kc.where(weight_sum > scalar(0.0), kc.max(total, val), val)
-                    weight_sum = scalar(1.0)
-                elif kc.static(reduction == "min"):
-                    total = kc.where(weight_sum > scalar(0.0), kc.min(total, val), val)
-                    weight_sum = scalar(1.0)
-                else:
-                    total = val
-                    weight_sum = scalar(1.0)
+                total, weight_sum = step(total, weight_sum, val, measure(elt_arg, s))
+                if kc.static(first_only):
                     break
         if weight_sum > scalar(0.0):
             dual = scalar(1.0)

@@ -12,6 +12,7 @@ from typing import Any
 import kernelc as kc
 from kernelc.fem.integrate import launch
 from kernelc.fem.integrate_kernels import _named, node_coords_func
+from kernelc.fem.interpolate import node_reduction_step
 from kernelc.fem.types import NULL_ELEMENT_INDEX, OUTSIDE, coords_type, sample_builder
 
 
@@ -43,6 +44,7 @@ def _node_kernel(spec: Any, domain: Any, space: Any, reduction: str, name: str) 
     node_coords = node_coords_func(domain, space.shape.NODES_PER_ELEMENT)
     dof_value = space.node_dof_func(domain)
     Value = space.dtype
+    step, first_only = node_reduction_step(reduction, scalar)
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
 
     @kc.kernel
@@ -72,25 +74,8 @@ def _node_kernel(spec: Any, domain: Any, space: Any, reduction: str, name: str) 
                 s = make_sample(element, coords, node, scalar(1.0), kc.vec2i(-1, -1),
                                 kc.vec2i(-1, -1))
                 val = Value(call(s, fields, values))
-                if kc.static(reduction == "weighted_average"):
-                    vol = measure(elt_arg, s)
-                    weight_sum += vol
-                    total += vol * val
-                elif kc.static(reduction == "mean"):
-                    total += val
-                    weight_sum += scalar(1.0)
-                elif kc.static(reduction == "sum"):
-                    total += val
-                    weight_sum = scalar(1.0)
-                elif kc.static(reduction == "max"):
-                    total = kc.where(weight_sum > scalar(0.0), kc.max(total, val), val)
-                    weight_sum = scalar(1.0)
-                elif kc.static(reduction == "min"):
-                    total = kc.where(weight_sum > scalar(0.0), kc.min(total, val), val)
-                    weight_sum = scalar(1.0)
-                else:
-                    total = val
-                    weight_sum = scalar(1.0)
+                total, weight_sum = step(total, weight_sum, val, measure(elt_arg, s))
+                if kc.static(first_only):
                     break
         if weight_sum > scalar(0.0):
             dest[node] = dof_value(signs, elt_arg, first_element, first_local, first_coords,
