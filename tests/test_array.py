@@ -363,8 +363,9 @@ def test_constructors():
     assert kc.full(3, np.float64(2.5)).dtype == T.float64
     np.testing.assert_array_equal(kc.full((2, 2), 7, dtype=kc.uint16).numpy(),
                                   np.full((2, 2), 7, np.uint16))
+    assert kc.full(3, [1.0, 2.0, 3.0]).dtype == kc.vec3d  # Warp's rule for sequences
     with pytest.raises(TypeError, match="pass dtype="):
-        kc.full(3, [1.0, 2.0, 3.0])
+        kc.full(3, [[[1.0]]])
     assert kc.zeros._kc_special == "zeros"
 
 

@@ -45,6 +45,9 @@ class LlvmOptions:
     expanded: bool = False
     # Alias scopes per array argument (see llvm_alias.py), used with `disjoint_arrays`.
     noalias: bool = True
+    # Threads as SIMD lanes (llvm_simd.py): "auto" (kernels with loops, when it pays),
+    # "all" or "off".
+    simd: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,12 @@ def emit_llvm(module: ir.Module, entry: str, options: LlvmOptions) -> LlvmSource
     plan = llvm_alias.plan_aliasing(module) if scoped else None
     if plan is not None:
         state.alias = llvm_alias.AliasScopes(llmod, entry, plan)
-    FunctionEmitter(state, module.kernel).emit_kernel()
+    from kernelc.codegen import llvm_simd
+
+    if llvm_simd.use_simd(module, options):
+        llvm_simd.SimdEmitter(state, module, options.vector_width // 32).emit_kernel()
+    else:
+        FunctionEmitter(state, module.kernel).emit_kernel()
     text = _add_entry_attributes(str(llmod), entry, options)
     return LlvmSource(text, entry, tuple(state.check_locs), state.has_print)
 

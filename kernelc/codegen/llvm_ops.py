@@ -45,6 +45,28 @@ def llvm_type(t: T.Type, memory: bool = False) -> ll.Type:
     raise NotImplementedError(f"the CPU backend cannot represent {t!r} yet")
 
 
+def like(x: ll.Value, t: ll.Type) -> ll.Type:
+    """`t`, or a vector of `t` as wide as `x` when `x` is a vector (SIMD lanes)."""
+    return ll.VectorType(t, x.type.count) if isinstance(x.type, ll.VectorType) else t
+
+
+def mangled(t: ll.Type) -> str:
+    """A type's suffix in an overloaded intrinsic's name (`f32`, `v16f32`, `i64`)."""
+    if isinstance(t, ll.VectorType):
+        return f"v{t.count}{mangled(t.element)}"
+    if isinstance(t, ll.PointerType):
+        return "p0"
+    return {"half": "f16", "float": "f32", "double": "f64"}.get(str(t), str(t))
+
+
+def declare(module: ll.Module, name: str, ret: ll.Type, params: list[ll.Type]) -> ll.Function:
+    """The function `name` of `module`, declared with this signature on first use."""
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ll.Function(module, ll.FunctionType(ret, params), name)
+    return fn
+
+
 def const(t: T.Type, value) -> ll.Constant:
     if isinstance(t, T.ScalarType) and t.is_bool:
         return ll.Constant(I1, int(bool(value)))
@@ -58,11 +80,11 @@ def zero(t: T.Type) -> ll.Constant:
 
 
 def to_memory(b: ll.IRBuilder, v: ll.Value, t: T.Type) -> ll.Value:
-    return b.zext(v, I8) if t == T.bool_ else v
+    return b.zext(v, like(v, I8)) if t == T.bool_ else v
 
 
 def from_memory(b: ll.IRBuilder, v: ll.Value, t: T.Type) -> ll.Value:
-    return b.icmp_unsigned("!=", v, ll.Constant(I8, 0)) if t == T.bool_ else v
+    return b.icmp_unsigned("!=", v, ll.Constant(v.type, 0)) if t == T.bool_ else v
 
 
 # ---- integer arithmetic with defined results (never trap, never poison) --------------------
@@ -70,7 +92,7 @@ def from_memory(b: ll.IRBuilder, v: ll.Value, t: T.Type) -> ll.Value:
 
 def _safe_divisor(b: ll.IRBuilder, x, y, t: T.ScalarType):
     """A divisor that cannot trap: 1 where y == 0, and where x == MIN and y == -1."""
-    lt = llvm_type(t)
+    lt = y.type
     is_zero = b.icmp_unsigned("==", y, ll.Constant(lt, 0))
     bad = is_zero
     if t.kind == "int":
@@ -137,13 +159,13 @@ def _divmod_in_double(b, x, y, t: T.ScalarType):
     quotient), so truncating it gives C's quotient. MIN / -1 gives 2**31, which wraps to
     MIN in 32 bits with remainder 0, as the scalar path (divisor replaced by 1) does.
     """
-    lt = llvm_type(t)
+    lt = y.type
     is_zero = b.icmp_unsigned("==", y, ll.Constant(lt, 0))
     d = b.select(is_zero, ll.Constant(lt, 1), y)
     to_double = b.sitofp if t.kind == "int" else b.uitofp
-    f64 = ll.DoubleType()
+    f64 = like(y, ll.DoubleType())
     quotient = b.fdiv(to_double(x, f64), to_double(d, f64))
-    q = b.trunc(b.fptosi(quotient, I64), lt)  # |quotient| <= 2**32 fits in 64 bits
+    q = b.trunc(b.fptosi(quotient, like(y, I64)), lt)  # |quotient| <= 2**32 fits in 64 bits
     r = b.sub(x, b.mul(q, d))
     return q, r, d, is_zero
 
@@ -153,8 +175,8 @@ def _shift(b, x, y, t, shift):
     if t.bits >= 32:
         return shift(x, b.and_(y, ll.Constant(y.type, t.bits - 1)))
     widen = b.sext if t.kind == "int" else b.zext
-    n = b.zext(b.and_(y, ll.Constant(y.type, 31)), I32)
-    return b.trunc(shift(widen(x, I32), n), x.type)
+    n = b.zext(b.and_(y, ll.Constant(y.type, 31)), like(y, I32))
+    return b.trunc(shift(widen(x, like(x, I32)), n), x.type)
 
 
 def _shl(b, x, y, t):
@@ -220,12 +242,12 @@ def unary(b: ll.IRBuilder, op: OpCode, x, t: T.ScalarType):
     if op == OpCode.NEG:
         return b.fneg(x) if t.is_float else b.neg(x)
     if op == OpCode.NOT:
-        return b.xor(x, ll.Constant(I1, 1))
+        return b.xor(x, ll.Constant(x.type, 1))
     return b.xor(x, ll.Constant(x.type, -1))  # INVERT
 
 
 def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
-    target = llvm_type(dst)
+    target = like(x, llvm_type(dst))
     if src == dst:
         return x
     if dst.is_bool:
@@ -241,12 +263,9 @@ def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
     if src.is_float and dst.is_float:
         return b.fptrunc(x, target) if dst.bits < src.bits else b.fpext(x, target)
     if src.is_float:  # saturating, NaN -> 0: defined for every input
-        # llvmlite's declare_intrinsic does not know these: declare them by mangled name.
         base = "llvm.fptosi.sat" if dst.kind == "int" else "llvm.fptoui.sat"
-        name = f"{base}.i{dst.bits}.f{src.bits}"
-        fn = b.module.globals.get(name) or ll.Function(
-            b.module, ll.FunctionType(target, [x.type]), name)
-        return b.call(fn, [x])
+        name = f"{base}.{mangled(target)}.{mangled(x.type)}"
+        return b.call(declare(b.module, name, target, [x.type]), [x])
     if dst.is_float:
         return b.sitofp(x, target) if src.kind == "int" else b.uitofp(x, target)
     if dst.bits < src.bits:
@@ -257,8 +276,8 @@ def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
 
 
 def intrinsic(b: ll.IRBuilder, name: str, args: list[ll.Value]):
-    fn = b.module.declare_intrinsic(name, [args[0].type])
-    return b.call(fn, args)
+    t = args[0].type  # (llvmlite's declare_intrinsic does not mangle vector types)
+    return b.call(declare(b.module, f"{name}.{mangled(t)}", t, [t] * len(args)), args)
 
 
 def libm(b: ll.IRBuilder, name: str, args: list[ll.Value]):
@@ -289,23 +308,16 @@ _LIBM_BUILTINS = ("cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
 
 
 def _copysign(b, x, y):
-    # llvmlite's declare_intrinsic gives unknown intrinsics one parameter: declare it here.
-    suffix = {"half": "f16", "float": "f32", "double": "f64"}[str(x.type)]
-    name = f"llvm.copysign.{suffix}"
-    fn = b.module.globals.get(name) or ll.Function(
-        b.module, ll.FunctionType(x.type, [x.type, x.type]), name)
-    return b.call(fn, [x, y])
+    return intrinsic(b, "llvm.copysign", [x, y])
 
 
 def _fma(b, x, y, z):
-    # llvmlite declares a 3-operand llvm.fma when given the three operand types.
-    fn = b.module.declare_intrinsic("llvm.fma", [x.type] * 3)
-    return b.call(fn, [x, y, z])
+    return intrinsic(b, "llvm.fma", [x, y, z])
 
 
 def _popcount(b, x):
     # The builtin hands over an unsigned 64-bit value (narrower ints zero-extended).
-    return b.trunc(intrinsic(b, "llvm.ctpop", [x]), I32)
+    return b.trunc(intrinsic(b, "llvm.ctpop", [x]), like(x, I32))
 
 
 def _builtin_table() -> dict[str, Callable]:

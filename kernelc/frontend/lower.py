@@ -91,6 +91,8 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         self.name = name
         self.b = IRBuilder()
         self.names: dict[str, Any] = {}
+        # The constant first value of each local (what `kc.static` may read, see special.py).
+        self.first_consts: dict[str, Any] = {}
         self.loop_depth = 0
         self.tile_homes: dict[str, list] = {}  # see TileLowering.assign_tile_name
         self.tile_in_place = False
@@ -225,6 +227,8 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         slot = self.b.new_slot(name, value.type)
         self.b.store(slot, value.value)
         self.names[name] = slot
+        if value.const is not None:
+            self.first_consts[name] = value.const
 
     def eval_annotation(self, node: ast.expr) -> T.Type:
         value = self.visit(node)

@@ -12,6 +12,7 @@ from kernelc import types as T
 from kernelc.builtins import BUILTINS, Builtin, Expansion, indexed_array
 from kernelc.builtins.registry import unify
 from kernelc.errors import KernelError, WarpCodegenAttributeError, WarpCodegenTypeError
+from kernelc.frontend import host_values
 from kernelc.frontend.builder import Val
 from kernelc.ir import semantics
 from kernelc.ir.nodes import BINARY_OPS, OpCode, Slot
@@ -26,6 +27,7 @@ CMPOPS = {
     ast.Eq: OpCode.EQ, ast.NotEq: OpCode.NE, ast.Lt: OpCode.LT, ast.LtE: OpCode.LE,
     ast.Gt: OpCode.GT, ast.GtE: OpCode.GE,
 }
+_CAST_NAMES = {"float": float, "int": int, "bool": bool}
 _INT_ONLY = {OpCode.BITAND, OpCode.BITOR, OpCode.BITXOR, OpCode.SHL, OpCode.SHR}
 _PY_BUILTIN_ALIASES = {min: "min", max: "max", abs: "abs", pow: "pow", round: "round"}
 
@@ -109,16 +111,18 @@ class ExprLowering:
         return PyObj(value)
 
     def constant_aggregate(self, t: T.VectorType | T.MatrixType, value: np.ndarray):
-        """A host vector/matrix value (a global, `kc.constant` or closure) folded in: a
-        BUILD of its components as constants."""
-        parts = [self.b.const(c, t.dtype) for c in np.asarray(value).reshape(-1).tolist()]
-        return self.b.op(OpCode.BUILD, parts, t)
+        """A host vector/matrix value (a global, `kc.constant` or closure) folded in."""
+        return host_values.constant_aggregate(self.b, t, value)
 
     # ---- attributes and subscripts --------------------------------------------------------
 
     def visit_Attribute(self, node: ast.Attribute):
         base = self.visit(node.value)
         if isinstance(base, PyObj):
+            if getattr(base.obj, "__name__", None) == "kernelc" and node.attr in _CAST_NAMES:
+                # Warp's kernels also spell the `float(x)`, `int(x)`, `bool(x)` casts
+                # `wp.float(x)`, ... (names its module does not have outside kernels).
+                return PyObj(_CAST_NAMES[node.attr])
             if not hasattr(base.obj, node.attr):
                 raise WarpCodegenAttributeError(f"{_describe(base.obj)} has no attribute '{node.attr}'")
             return self.from_python(getattr(base.obj, node.attr), node)
@@ -322,6 +326,8 @@ class ExprLowering:
         v = self.as_val(v, node)
         if v.type == T.bool_:
             return v
+        if isinstance(v.type, T.ArrayType):
+            return Val(host_values.array_truth(self.b, v.value, v.type.ndim))
         if not isinstance(v.type, T.ScalarType):
             raise KernelError(f"a value of type {v.type!r} cannot be used as a condition")
         if v.const is not None:
@@ -513,6 +519,10 @@ class ExprLowering:
         if isinstance(v, PyObj):
             if v.obj is None:
                 raise KernelError("this expression has no value")
+            kc_type = getattr(v.obj, "_kc_type", None)
+            if isinstance(kc_type, T.StructType) and not isinstance(v.obj, type):
+                # A host struct instance used whole (`s = kc.static(make_s())`): a constant.
+                return Val(host_values.constant_struct(self.b, kc_type, v.obj))
             raise KernelError(f"{_describe(v.obj)} cannot be used as a value in a kernel")
         if isinstance(v, ArrayView) and isinstance(v.array.type, T.ArrayType):
             from kernelc.frontend.array_views import array_view

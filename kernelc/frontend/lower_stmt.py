@@ -112,7 +112,7 @@ class StmtLowering:
         op = BINOPS.get(type(node.op))
         if op is None:
             raise KernelError(f"operator {type(node.op).__name__} is not supported in kernels")
-        target = node.target
+        target = self.hoist_calls(node.target)
         if isinstance(target, ast.Subscript) and op in (OpCode.ADD, OpCode.SUB):
             base = self.visit(target.value)
             if isinstance(base, (ArrayView, Val)) and (
@@ -123,6 +123,29 @@ class StmtLowering:
         current = self.visit(target)
         result = self.binary(op, current, self.visit(node.value), node)
         self.assign(target, result, node)
+
+    def hoist_calls(self, target: ast.expr) -> ast.expr:
+        """`target` with each index that calls something evaluated once, into a hidden
+        local: `a[f(i)].x += v` reads and writes the element, and must call `f` once (as
+        Python and Warp do), not once per access."""
+        if isinstance(target, ast.Attribute):
+            inner = self.hoist_calls(target.value)
+            return target if inner is target.value else ast.copy_location(
+                ast.Attribute(inner, target.attr, target.ctx), target)
+        if not isinstance(target, ast.Subscript):
+            return target
+        value = self.hoist_calls(target.value)
+        parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        hoisted = []
+        for part in parts:
+            if any(isinstance(n, ast.Call) for n in ast.walk(part)):
+                name = f"__kc_index_{id(part)}"
+                self.assign_name(name, self.visit(part), part)
+                part = ast.copy_location(ast.Name(name, ast.Load()), part)
+            hoisted.append(part)
+        index = (ast.copy_location(ast.Tuple(hoisted, ast.Load()), target.slice)
+                 if isinstance(target.slice, ast.Tuple) else hoisted[0])
+        return ast.copy_location(ast.Subscript(value, index, target.ctx), target)
 
     def atomic_update(self, base, target: ast.Subscript, op: OpCode, node: ast.AugAssign):
         """`a[i] += x` on an array is an atomic add, as in Warp."""
@@ -178,6 +201,10 @@ class StmtLowering:
         if call.keywords or not 1 <= len(call.args) <= 3:
             raise KernelError("range() takes 1 to 3 positional arguments")
         bounds = [self.as_val(self.visit(a), a) for a in call.args]
+        # A constant bool (`range(kc.static(flag))`) counts as the int literal 0 or 1, as in
+        # Warp (and Python).
+        bounds = [Val(self.b.const(int(b.const), T.int32), weak=True, const=int(b.const))
+                  if b.type == T.bool_ and b.const is not None else b for b in bounds]
         for b in bounds:
             if not (isinstance(b.type, T.ScalarType) and b.type.is_int):
                 raise KernelError(f"range() needs integers, got {b.type!r}")

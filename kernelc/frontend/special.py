@@ -72,12 +72,24 @@ def _static(lowerer, node: ast.Call):
     src = lowerer.source
     scope = dict(src.globals)
     scope.update(src.closure)
+    scope.update(_constant_locals(lowerer))
     try:
         code = compile(ast.Expression(node.args[0]), src.file, "eval")
         value = eval(code, scope)  # noqa: S307  (user code, evaluated at compile time by design)
     except Exception as err:
         raise KernelError(f"static() expression failed: {type(err).__name__}: {err}") from None
     return lowerer.from_python(value, node)
+
+
+def _constant_locals(lowerer) -> dict[str, Any]:
+    """Locals `kc.static` sees, as Warp's does: those holding a compile-time constant. Only
+    names assigned once in the whole function qualify, so the value cannot be stale."""
+    stores: dict[str, int] = {}
+    for node in ast.walk(lowerer.source.tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    return {name: value for name, value in lowerer.first_consts.items()
+            if stores.get(name) == 1}
 
 
 _PRINTF_CODES = {

@@ -31,10 +31,8 @@ from kernelc.runtime.array_struct import (
 )
 from kernelc.runtime.device import Device, get_device
 from kernelc.runtime.memory import Shapelike, contiguous_strides, element_layout, normalize_shape
-from kernelc.types import ArrayType, MatrixType, ScalarType, StructType, Type, VectorType, as_type
-from kernelc.types import bool_ as _bool
+from kernelc.types import ArrayType, StructType, Type, as_type
 from kernelc.types import float32 as _float32
-from kernelc.types import int32 as _int32
 
 Devicelike = Device | str | None
 
@@ -52,7 +50,8 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
             `bool`, a NumPy dtype). `typing.Any` infers it from `data` (float64 data stays
             float64); without data it means float32, and a generic annotation.
         shape: An int or a tuple of up to 4 ints.
-        strides: Byte strides, only with `ptr` (default: contiguous).
+        strides: Byte strides (default: contiguous). For new memory (no `ptr`, no
+            `data`), as many bytes are allocated as the layout spans, as in Warp.
         ptr: Address of existing memory to wrap (needs `dtype` and `shape`).
         capacity: Size in bytes of the memory at `ptr` (default: what the view spans).
         device: Where the array lives (default: the data's device or the current device).
@@ -101,16 +100,7 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         if ptr is not None:
             self._init_foreign(ptr, resolved, shape, strides, capacity, device)
         elif data is None:
-            if strides is not None:
-                raise ValueError("strides= only applies to memory given with ptr=")
-            dims = normalize_shape(shape)  # type: ignore[arg-type]
-            elem = _float32 if resolved is None else resolved
-            element_layout(elem)
-            dev = get_device(device)
-            nbytes = elem.size * math.prod(dims)
-            alloc = memory.allocate(dev, nbytes, pinned, elem, dims)
-            self._set(alloc, alloc.ptr, dims, contiguous_strides(dims, elem.size), elem,
-                      dense=True)
+            self._init_new(resolved, shape, strides, device, pinned)
         elif isinstance(data, array):
             self._init_from_array(data, resolved, shape, device, copy)
         else:
@@ -151,6 +141,23 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         whole = ptr == alloc.ptr and self.is_contiguous and self.size
         self.capacity = alloc.nbytes if whole else memory.span(shape, strides, dtype.size)
         self._kc_type = ArrayType(dtype, len(shape))
+
+    def _init_new(self, dtype: Type | None, shape: Shapelike | None,
+                  strides: Sequence[int] | None, device: Devicelike, pinned: bool) -> None:
+        """New memory for `shape`; with `strides`, as much as that layout spans (Warp's rule)."""
+        dims, elem = normalize_shape(shape), _float32 if dtype is None else dtype  # type: ignore
+        element_layout(elem)
+        dense = contiguous_strides(dims, elem.size)
+        steps = dense if strides is None else tuple(operator.index(s) for s in strides)
+        if len(steps) != len(dims):
+            raise ValueError(f"Invalid number of strides, expected {len(dims)} strides, got "
+                             f"{len(steps)}")
+        if any(s < 0 for s in steps):
+            raise NotImplementedError("Negative strides are not supported for newly "
+                                      "allocated arrays.")
+        nbytes = memory.span(dims, steps, elem.size)
+        alloc = memory.allocate(get_device(device), nbytes, pinned, elem, dims)
+        self._set(alloc, alloc.ptr, dims, steps, elem, dense=steps == dense)
 
     def _init_foreign(self, ptr: int, dtype: Type | None, shape: Shapelike | None,
                       strides: Sequence[int] | None, capacity: int | None,
@@ -233,9 +240,13 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
                                  f"of {dtype!r}")
             return host.reshape(dims + inner)
         if count and host.shape[host.ndim - count:] != inner:
-            # Warp also takes flat data for vector arrays: [x0, y0, z0, x1, ...].
-            if host.ndim == 1 and host.size % per_elem == 0:
-                return host.reshape((host.size // per_elem, *inner))
+            # Warp also takes the components flat along the last axis: [x0, y0, z0, x1, ...];
+            # an axis of exactly one element's components goes away.
+            last = host.shape[-1]
+            if last % per_elem == 0:
+                outer = host.shape[:-1] if last == per_elem else (*host.shape[:-1],
+                                                                   last // per_elem)
+                return host.reshape((*(outer or (1,)), *inner))
             raise ValueError(f"data of shape {host.shape} does not end in the element shape "
                              f"{inner} of {dtype!r}")
         outer = host.shape[:host.ndim - count]
@@ -457,9 +468,9 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
 # ---- constructors ------------------------------------------------------------------------
 
 
-def empty(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
+def empty(shape: Shapelike | None = 0, dtype: Any = float, device: Devicelike = None,
           requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False, *,
-          n: int | None = None) -> array:
+          n: int | None = None, strides: Sequence[int] | None = None) -> array:
     """A new array with uninitialised contents.
 
     Args:
@@ -470,21 +481,24 @@ def empty(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
         pinned: Page-locked host memory.
         retain_grad: See `array.retain_grad`.
         n: Warp's older spelling of a 1-d `shape`.
+        strides: Byte strides (default: contiguous); the memory spans that layout.
 
     Returns:
         The new array.
     """
     if n is not None:
         shape = (n,)
-    return array(shape=shape, dtype=dtype, device=device, requires_grad=requires_grad,
-                 pinned=pinned, retain_grad=retain_grad)
+    return array(shape=0 if shape is None else shape, dtype=dtype, device=device,
+                 strides=strides, requires_grad=requires_grad, pinned=pinned,
+                 retain_grad=retain_grad)
 
 
-def zeros(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
+def zeros(shape: Shapelike | None = 0, dtype: Any = float, device: Devicelike = None,
           requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False, *,
-          n: int | None = None) -> array:
+          n: int | None = None, strides: Sequence[int] | None = None) -> array:
     """A new array of zeros (inside a kernel: a local fixed-size array). Args as `empty`."""
-    result = empty(shape, dtype, device, requires_grad, pinned, retain_grad, n=n)
+    result = empty(shape, dtype, device, requires_grad, pinned, retain_grad, n=n,
+                   strides=strides)
     result.zero_()
     return result
 
@@ -492,32 +506,18 @@ def zeros(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
 zeros._kc_special = "zeros"  # type: ignore[attr-defined]
 
 
-def ones(shape: Shapelike = 0, dtype: Any = float, device: Devicelike = None,
-         requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False) -> array:
+def ones(shape: Shapelike | None = 0, dtype: Any = float, device: Devicelike = None,
+         requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False, *,
+         n: int | None = None, strides: Sequence[int] | None = None) -> array:
     """A new array of ones. Args as `empty`."""
-    return full(shape, 1, dtype, device, requires_grad, pinned, retain_grad)
+    return full(shape, 1, dtype, device, requires_grad, pinned, retain_grad, n=n,
+                strides=strides)
 
 
-def _value_dtype(value: Any) -> Type:
-    """The element type `full` picks for a fill value when no dtype is given (Warp's rule)."""
-    if isinstance(value, np.generic):  # before float: numpy.float64 subclasses float
-        return memory.resolve_dtype(value.dtype)  # type: ignore[return-value]
-    if isinstance(value, bool):
-        return _bool
-    if isinstance(value, int):
-        return _int32
-    if isinstance(value, float):
-        return _float32
-    resolved = as_type(type(value))
-    if isinstance(resolved, (ScalarType, VectorType, MatrixType)):
-        return resolved
-    raise TypeError(f"cannot infer an element type from the fill value {value!r}; "
-                    f"pass dtype=")
-
-
-def full(shape: Shapelike = 0, value: Any = 0, dtype: Any = typing.Any,
+def full(shape: Shapelike | None = 0, value: Any = 0, dtype: Any = typing.Any,
          device: Devicelike = None, requires_grad: bool = False, pinned: bool = False,
-         retain_grad: bool = False) -> array:
+         retain_grad: bool = False, *, n: int | None = None,
+         strides: Sequence[int] | None = None) -> array:
     """A new array with every element set to `value`; other args as `empty`.
 
     Args:
@@ -525,8 +525,9 @@ def full(shape: Shapelike = 0, value: Any = 0, dtype: Any = typing.Any,
         dtype: The element type; by default inferred from `value` (int -> int32,
             float -> float32, bool -> bool, NumPy scalars keep their type).
     """
-    elem = _value_dtype(value) if dtype is typing.Any else dtype
-    result = empty(shape, elem, device, requires_grad, pinned, retain_grad)
+    elem = memory.fill_value_dtype(value) if dtype is typing.Any or dtype is None else dtype
+    result = empty(shape, elem, device, requires_grad, pinned, retain_grad, n=n,
+                   strides=strides)
     result.fill_(value)
     return result
 

@@ -54,12 +54,14 @@ class CpuOptions:
     vector_width: int = 512
     disjoint_arrays: bool = True
     expanded: bool = False
+    simd: str = "auto"
 
     def llvm(self):
         from kernelc.codegen.llvm import LlvmOptions
 
         return LlvmOptions(debug=self.debug, vector_width=self.vector_width,
-                           disjoint_arrays=self.disjoint_arrays, expanded=self.expanded)
+                           disjoint_arrays=self.disjoint_arrays, expanded=self.expanded,
+                           simd=self.simd)
 
 
 def cpu_options(disjoint_arrays: bool = True, expanded: bool = False) -> CpuOptions:
@@ -68,7 +70,14 @@ def cpu_options(disjoint_arrays: bool = True, expanded: bool = False) -> CpuOpti
     # LLVM's default of 256 bits halves their width for no gain here.
     return CpuOptions(debug=config.mode == "debug",
                       vector_width=512 if host.has_avx512 else 256,
-                      disjoint_arrays=disjoint_arrays, expanded=expanded)
+                      disjoint_arrays=disjoint_arrays, expanded=expanded, simd=_simd_mode())
+
+
+def _simd_mode() -> str:
+    mode = config.cpu_simd
+    if mode not in ("auto", "all", "off"):
+        raise ValueError(f"config.cpu_simd must be 'auto', 'all' or 'off', not {mode!r}")
+    return mode
 
 
 def _cache_dir() -> str | None:

@@ -56,9 +56,34 @@ def resolve_dtype(dtype: Any) -> T.Type | None:
     return resolved
 
 
+def fill_value_dtype(value: Any) -> T.Type:
+    """The element type `kc.full` picks for a fill value when no dtype is given (Warp's
+    rule): int32, float32 or bool for Python scalars, a NumPy scalar's or a kernelc value's
+    own type, and for other sequences a vector (1-d) or matrix (2-d) of NumPy's dtype."""
+    if isinstance(value, np.generic):  # before float: numpy.float64 subclasses float
+        return resolve_dtype(value.dtype)  # type: ignore[return-value]
+    for python_type, kc_type in ((bool, T.bool_), (int, T.int32), (float, T.float32)):
+        if isinstance(value, python_type):
+            return kc_type
+    known = getattr(value, "_kc_type", None) or T.as_type(type(value))
+    if isinstance(known, (T.ScalarType, T.VectorType, T.MatrixType, T.StructType)):
+        return known
+    if hasattr(value, "__len__"):
+        from kernelc.types_vec import matrix, vector
+
+        values = np.asarray(value)
+        if values.ndim in (1, 2) and values.dtype.kind in "biuf":
+            scalar = T.from_numpy_dtype(values.dtype)
+            return vector(values.size, scalar) if values.ndim == 1 else matrix(
+                values.shape, scalar)  # type: ignore[arg-type]
+    raise TypeError(f"cannot infer an element type from the fill value {value!r} (a scalar, "
+                    f"vector, matrix, struct, or a 1-d or 2-d sequence of numbers); pass dtype=")
+
+
 def normalize_shape(shape: Shapelike) -> tuple[int, ...]:
     """`shape` as a tuple of 1 to 4 non-negative ints; raises ValueError/TypeError if not."""
-    dims = (shape,) if not isinstance(shape, Sequence) else tuple(shape)
+    # (A 1-d NumPy array of ints is a shape too, as in Warp.)
+    dims = tuple(shape) if isinstance(shape, (Sequence, np.ndarray)) else (shape,)
     try:
         dims = tuple(operator.index(n) for n in dims)
     except TypeError:
@@ -385,6 +410,27 @@ def _scalar_layout(dtype: T.Type) -> tuple:
     return (dtype, 1) if isinstance(dtype, T.ScalarType) else (dtype,)
 
 
+class CopyError(ValueError, RuntimeError):
+    """A `kc.copy` range or layout that cannot be copied: a ValueError, and a RuntimeError
+    as the same mistake is in Warp (so `except RuntimeError` in a Warp program catches it)."""
+
+
+class CopyTypeError(TypeError, RuntimeError):
+    """`kc.copy` between arrays of incompatible dtypes (a RuntimeError too, as in Warp)."""
+
+
+def _flat_part(arr: array, offset: int, count: int) -> array:
+    """Elements [offset, offset + count) of `arr` in row-major order, as an array that can
+    be read and written: a view where the layout allows (contiguous or 1-d), otherwise a
+    dense copy of the elements, which can only be read."""
+    if arr.is_contiguous:
+        return arr._view(arr.ptr, (arr.size,), (arr.dtype.size,))[offset:offset + count]
+    if arr.ndim == 1:
+        return arr._view(arr.ptr, arr.shape, arr.strides)[offset:offset + count]
+    # (A view without the grad: this dense temporary must not copy or record grads.)
+    return arr._view(arr.ptr, arr.shape, arr.strides).flatten()[offset:offset + count]
+
+
 def copy_elements(dest: array, src: array, dest_offset: int, src_offset: int, count: int) -> None:
     """Copies `count` elements between flattened arrays (the ranges already checked)."""
     if dest_offset == src_offset == 0 and dest.shape == src.shape and count == src.size:
@@ -393,19 +439,18 @@ def copy_elements(dest: array, src: array, dest_offset: int, src_offset: int, co
         size = dest.dtype.size
         copy_bytes(dest.device, dest.ptr + dest_offset * size,
                    src.device, src.ptr + src_offset * size, count * size, keep=(dest, src))
-    else:
-        # Flattening a strided source makes a dense copy first; a strided destination can
-        # only take a whole-array copy, reshaped to its shape.
-        # (A view without the grad: this dense temporary must not copy or record grads.)
-        plain = src._view(src.ptr, src.shape, src.strides)
-        part = plain.flatten()[src_offset:src_offset + count]
-        if dest.is_contiguous:
-            copy_array(dest.flatten()[dest_offset:dest_offset + count], part)
-        elif dest_offset == 0 and count == dest.size:
-            copy_array(dest, part.reshape(dest.shape))
+    elif dest.is_contiguous or dest.ndim == 1 or (dest_offset == 0 and count == dest.size):
+        # Offsets count elements of the flattened arrays (Warp's rule for 1-d strided views;
+        # a multi-dimensional source is read in row-major order, a kernelc extension).
+        part = _flat_part(src, src_offset, count)
+        if dest.is_contiguous or dest.ndim == 1:
+            copy_array(_flat_part(dest, dest_offset, count), part)
         else:
-            raise ValueError("kc.copy into part of a non-contiguous array is not supported; "
-                             "copy into a contiguous array instead")
+            copy_array(dest, part.contiguous().reshape(dest.shape))
+    else:
+        raise CopyError(f"kc.copy: dest_offset, src_offset and count are only supported for "
+                        f"1-D non-contiguous arrays (destination shape={dest.shape}); copy "
+                        f"into a contiguous array instead")
 
 
 def fill_array(dest: array, value: np.ndarray) -> None:
@@ -418,6 +463,28 @@ def to_host(src: array) -> np.ndarray:
     """A host NumPy copy of a device array (device to host transfer)."""
     device = src.device
     return timed(TIMING_MEMCPY, device, "memcpy DtoH", backend(device).to_numpy, src)
+
+
+def _copy_range(dest: Any, src: Any, dest_offset: Any, src_offset: Any,
+                count: Any) -> tuple[int, int, int]:
+    """`kc.copy`'s arguments checked in Warp's order, with Warp's wording: arrays, then
+    integer offsets and count, then each non-negative."""
+    for what, arr in (("destination", dest), ("source", src)):
+        if not isinstance(getattr(arr, "_kc_type", None), (T.ArrayType, T.IndexedArrayType)):
+            raise CopyTypeError(f"kc.copy: the {what} must be an array, got "
+                                f"{type(arr).__name__}")
+    try:
+        numbers = tuple(operator.index(v) for v in (dest_offset, src_offset, count))
+    except TypeError:
+        raise CopyTypeError(f"kc.copy: src_offset, dest_offset and count must be integers, "
+                            f"got src_offset={src_offset!r}, dest_offset={dest_offset!r}, "
+                            f"count={count!r}") from None
+    for name, label, value in zip(("dest_offset", "src_offset", "count"),
+                                  ("Destination offset", "Source offset", "Copy count"),
+                                  numbers):
+        if value < 0:
+            raise CopyError(f"{label} must be non-negative in kc.copy, got {name}={value}")
+    return numbers  # type: ignore[return-value]
 
 
 def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0,
@@ -438,16 +505,19 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
     active `kc.Tape` records the copy's adjoint (Warp's behaviour).
 
     Raises:
-        ValueError: The range falls outside either array, or offsets are used with a
-            non-contiguous destination.
-        TypeError: The dtypes differ (except in name only: the same scalars, e.g. float64
-            and `vector(1, float64)`, are copied byte for byte, as in Warp).
+        ValueError: An offset or the count is negative, the range falls outside either
+            array, or offsets are used with a multi-dimensional non-contiguous destination
+            (a `CopyError`, also a RuntimeError as in Warp).
+        TypeError: An argument is not an array or an offset not an int, or the dtypes
+            differ (except in name only: the same scalars, e.g. float64 and
+            `vector(1, float64)`, are copied byte for byte, as in Warp); also a RuntimeError.
 
     Indexed arrays (`kc.indexedarray`) are copied whole, as in Warp: with them the offsets
     must be 0 and the count 0 or the size of both.
     """
-    if isinstance(getattr(dest, "_kc_type", None), T.IndexedArrayType) or isinstance(
-            getattr(src, "_kc_type", None), T.IndexedArrayType):
+    dest_offset, src_offset, count = _copy_range(dest, src, dest_offset, src_offset, count)
+    if isinstance(dest._kc_type, T.IndexedArrayType) or isinstance(src._kc_type,
+                                                                   T.IndexedArrayType):
         from kernelc.runtime.indexed_copy import kc_copy
 
         return kc_copy(dest, src, dest_offset, src_offset, count)
@@ -455,19 +525,17 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
     src._require_memory("kc.copy")
     if dest.dtype != src.dtype:
         if _scalar_layout(dest.dtype) != _scalar_layout(src.dtype):
-            raise TypeError(f"kc.copy needs arrays of one dtype, got {dest.dtype!r} <- "
-                            f"{src.dtype!r}")
+            raise CopyTypeError(f"kc.copy needs arrays of one dtype, got destination dtype="
+                                f"{dest.dtype!r}, source dtype={src.dtype!r}")
         # The same scalars under another name (float64 and vector(1, float64), a vec4 and
         # a mat22): Warp copies such arrays byte for byte.
         src = src.view(dest.dtype)
-    if min(dest_offset, src_offset, count) < 0:
-        raise ValueError(f"kc.copy offsets and count must be non-negative, got dest_offset="
-                         f"{dest_offset}, src_offset={src_offset}, count={count}")
     n = count or src.size
     for what, arr, offset in (("source", src, src_offset), ("destination", dest, dest_offset)):
         if offset + n > arr.size:
-            raise ValueError(f"kc.copy: {what} elements [{offset}, {offset + n}) are out of "
-                             f"range for an array of {arr.size} elements")
+            raise CopyError(f"kc.copy: {what} elements [{offset}, {offset + n}) are out of "
+                            f"range for an array of {arr.size} elements (the range exceeds "
+                            f"the {what} size)")
     if n == 0:
         return
     copy_elements(dest, src, dest_offset, src_offset, n)
