@@ -292,3 +292,27 @@ def test_inlined_funcs_with_returns(simd, rng):
             assert "packet.cond" in kc.compile(calls, target="cpu").source
         finally:
             kc.config.cpu_simd = previous
+
+
+vec1 = kc.types.vector(1, float)
+mat11 = kc.types.matrix((1, 1), float)
+
+
+@kc.kernel
+def one_component(m: kc.array(dtype=mat11), v: kc.array(dtype=vec1), out: kc.array(dtype=vec1)):
+    i = kc.tid()
+    s = float(0.0)
+    for k in range(2):
+        s += m[(i + k) % m.shape[0]][0, 0] * v[i][0]
+    out[i] = vec1(s)
+
+
+def test_one_component_vectors_and_matrices(simd, rng):
+    """One-component vectors and matrices keep their array form as lanes."""
+    n = 21
+    m, v = nonzero(rng, n, np.float32), nonzero(rng, n, np.float32)
+    out = kc.array(np.full((n, 1), np.nan, np.float32), dtype=vec1)
+    kc.launch(one_component, n, inputs=[kc.array(m.reshape(n, 1, 1), dtype=mat11),
+                                        kc.array(v.reshape(n, 1), dtype=vec1), out])
+    want = (m + np.roll(m, -1)) * v
+    np.testing.assert_allclose(out.numpy()[:, 0], want, rtol=1e-6)

@@ -255,7 +255,8 @@ def _array_load(e: Emitter, s: ir.Op):
     scalar, count = _components(dtype)
     element = llvm_type(scalar, memory=True)
     mask = e.mask()
-    first = _contiguous(e, array, indices) if count == 1 else None
+    single = isinstance(dtype, T.ScalarType)  # (a vec1 / mat11 keeps its array form)
+    first = _contiguous(e, array, indices) if single else None
     if first is not None:  # one vector load where the array is contiguous, else a gather
         with b.if_else(_unit_stride(e, array), likely=True) as (dense, sparse):
             with dense:
@@ -269,7 +270,7 @@ def _array_load(e: Emitter, s: ir.Op):
         value.add_incoming(v_sparse, sparse_bb)
         return ops.from_memory(b, value, scalar)
     ptrs = _addresses(e, array, indices)
-    if count == 1:
+    if single:
         return ops.from_memory(b, lanes.gather(b, ptrs, mask, element), scalar)
     out = ll.Constant(e.wide(dtype), None)
     wide64 = ll.VectorType(I64, e.width)
@@ -288,7 +289,8 @@ def store(e: Emitter, s: ir.ArrayStore) -> bool:
     scalar, count = _components(dtype)
     value = ops.to_memory(b, e.vec(s.value), dtype)
     mask = e.mask()
-    first = _contiguous(e, s.array, s.indices) if count == 1 else None
+    single = isinstance(dtype, T.ScalarType)
+    first = _contiguous(e, s.array, s.indices) if single else None
     if first is not None:
         with b.if_else(_unit_stride(e, s.array), likely=True) as (dense, sparse):
             with dense:
@@ -297,7 +299,7 @@ def store(e: Emitter, s: ir.ArrayStore) -> bool:
                 lanes.scatter(b, value, _addresses(e, s.array, s.indices), mask)
         return True
     ptrs = _addresses(e, s.array, s.indices)
-    if count == 1:
+    if single:
         lanes.scatter(b, value, ptrs, mask)
         return True
     wide64 = ll.VectorType(I64, e.width)
