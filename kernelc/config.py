@@ -117,7 +117,7 @@ class Config:
             `KERNELC_NUM_THREADS`, else the number of cores).
         dump_ir (bool): Print the IR after each pass (`KERNELC_DUMP_IR=1`).
         cpu_simd (str): How CPU kernels use SIMD across threads (default `KERNELC_SIMD`,
-            else `"auto"`). `"auto"`: kernels with loops of their own run their threads as
+            else `"off"` until the sparse-geometry kernels pass under lanes). `"auto"`: kernels with loops of their own run their threads as
             SIMD lanes when every op in those loops has a lane-wise form; the others leave
             the loop over threads to LLVM's vectoriser. `"all"`: every kernel runs as lanes.
             `"off"`: none does. Debug mode always runs one thread at a time.
@@ -164,7 +164,7 @@ class Config:
             os.cpu_count() or 1
         )
         self.dump_ir: bool = os.environ.get("KERNELC_DUMP_IR", "") not in ("", "0")
-        self.cpu_simd: str = os.environ.get("KERNELC_SIMD", "auto")
+        self.cpu_simd: str = os.environ.get("KERNELC_SIMD", "off")  # "auto": see docs
         self.reduce_mode: ReduceMode = ReduceMode.Direct
         self.enable_backward: bool = True
         self.verify_autograd_array_access: bool = False
