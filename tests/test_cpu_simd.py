@@ -316,3 +316,26 @@ def test_one_component_vectors_and_matrices(simd, rng):
                                         kc.array(v.reshape(n, 1), dtype=vec1), out])
     want = (m + np.roll(m, -1)) * v
     np.testing.assert_allclose(out.numpy()[:, 0], want, rtol=1e-6)
+
+
+@kc.func
+def must_be_finite(x: float):
+    assert kc.isfinite(x)  # a func without a result or effects (the check is debug-only)
+
+
+@kc.kernel
+def checked_sum(x: kc.array(dtype=float), out: kc.array(dtype=float)):
+    i = kc.tid()
+    s = float(0.0)
+    for k in range(x.shape[0]):
+        must_be_finite(x[k] * float(i))
+        s += x[k] * float(i)
+    out[i] = s
+
+
+def test_void_func_with_varying_arguments(simd, rng):
+    n = 19
+    x = nonzero(rng, n, np.float32)
+    out = poisoned(n, np.float32)
+    kc.launch(checked_sum, n, inputs=[kc.array(x), out])
+    np.testing.assert_allclose(out.numpy(), x.sum() * np.arange(n, dtype=np.float32), rtol=1e-5)

@@ -76,10 +76,13 @@ def emit_llvm(module: ir.Module, entry: str, options: LlvmOptions) -> LlvmSource
     plan = llvm_alias.plan_aliasing(module) if scoped else None
     if plan is not None:
         state.alias = llvm_alias.AliasScopes(llmod, entry, plan)
-    from kernelc.codegen import llvm_simd
+    from kernelc.codegen.llvm_simd_choice import lane_analysis
 
-    if llvm_simd.use_simd(module, options):
-        llvm_simd.SimdEmitter(state, module, options.vector_width // 32).emit_kernel()
+    lanes = lane_analysis(module, options)
+    if lanes is not None:
+        from kernelc.codegen.llvm_simd import SimdEmitter
+
+        SimdEmitter(state, module.kernel, lanes, options.vector_width // 32).emit_kernel()
     else:
         FunctionEmitter(state, module.kernel).emit_kernel()
     text = _add_entry_attributes(str(llmod), entry, options)
@@ -190,11 +193,15 @@ class FunctionEmitter:
             from kernelc.ir.uniform import uniform_updates
 
             llvm_memory.make_accumulators(self, uniform_updates(self.fn))
+        self.emit_thread_loops(start, end)
+        llvm_memory.flush_accumulators(self)
+        self.b.ret_void()
+
+    def emit_thread_loops(self, start: ll.Value, end: ll.Value) -> None:
+        """The loops over threads [start, end) around the kernel's body."""
         if self.state.alias is not None:
             self.origins = llvm_alias.value_origins(self.fn, llvm_alias.kernel_origins(self.fn))
         llvm_loops.emit_loops(self, start, end)
-        llvm_memory.flush_accumulators(self)
-        self.b.ret_void()
 
     def emit_func(self, f: ll.Function | None = None) -> None:
         f = f or self.state.funcs[self.fn.name]

@@ -51,27 +51,34 @@ def op_insert(e, s: ir.Op):
     return e.b.insert_value(e.v(agg), ops.to_memory(e.b, e.v(value), value.type), s.attr)
 
 
-def op_extract_dyn(e, s: ir.Op):
-    """A select chain over the components: stays in registers (and SIMD-friendly)."""
-    b = e.b
-    agg, index = s.args
-    whole, i = e.v(agg), e.v(index)
+def extract_dyn(b: ll.IRBuilder, whole, i, agg: T.Type):
+    """Component `i` of `whole` (component 0 when out of range): a select chain over the
+    components, which stays in registers. Works lane-wise too (vector leaves, and `i`
+    a vector or one index for all lanes)."""
     out = b.extract_value(whole, 0)
-    for k in range(1, agg.type.count):
+    for k in range(1, agg.count):
         hit = b.icmp_signed("==", i, ll.Constant(i.type, k))
         out = b.select(hit, b.extract_value(whole, k), out)
-    return ops.from_memory(b, out, agg.type.dtype)
+    return ops.from_memory(b, out, agg.dtype)
 
 
-def op_insert_dyn(e, s: ir.Op):
-    b = e.b
-    agg, index, value = s.args
-    whole, i = e.v(agg), e.v(index)
-    new = ops.to_memory(b, e.v(value), value.type)
-    for k in range(agg.type.count):
+def insert_dyn(b: ll.IRBuilder, whole, i, value, value_type: T.Type, agg: T.Type):
+    """`whole` with component `i` replaced by `value` (unchanged when out of range)."""
+    new = ops.to_memory(b, value, value_type)
+    for k in range(agg.count):
         hit = b.icmp_signed("==", i, ll.Constant(i.type, k))
         whole = b.insert_value(whole, b.select(hit, new, b.extract_value(whole, k)), k)
     return whole
+
+
+def op_extract_dyn(e, s: ir.Op):
+    agg, index = s.args
+    return extract_dyn(e.b, e.v(agg), e.v(index), agg.type)
+
+
+def op_insert_dyn(e, s: ir.Op):
+    agg, index, value = s.args
+    return insert_dyn(e.b, e.v(agg), e.v(index), e.v(value), value.type, agg.type)
 
 
 def atomic_components(e, kind: str, ptr, dtype, operands: list, update):

@@ -17,13 +17,17 @@ from kernelc.ir.nodes import OpCode
 Emitter = Any  # kernelc.codegen.llvm.FunctionEmitter (which imports this module)
 
 
-def emit_loops(e: Emitter, start: ll.Value, end: ll.Value) -> None:
-    """The threads [start, end) of the kernel `e` emits, each running its body once."""
+def emit_loops(e: Emitter, start: ll.Value, end: ll.Value, threads=None) -> None:
+    """The threads [start, end) of the kernel `e` emits, each running its body once.
+
+    `threads(e, first, stop, parts)` emits the loop over one range of threads (default
+    `emit_threads`; the SIMD emitter passes its loop over packets)."""
+    threads = threads or emit_threads
     ndim = launch_ndim(e.fn)
     if ndim >= 2:
-        emit_rows(e, start, end, ndim)
+        emit_rows(e, start, end, ndim, threads)
     else:
-        emit_threads(e, _non_negative(e.b, e.b.trunc(start, I32)), e.b.trunc(end, I32), None)
+        threads(e, _non_negative(e.b, e.b.trunc(start, I32)), e.b.trunc(end, I32), None)
 
 
 def threads_innermost(module: ir.Module) -> bool:
@@ -83,7 +87,7 @@ def emit_threads(e: Emitter, first: ll.Value, stop: ll.Value, parts: list | None
     b.position_at_end(exit_bb)
 
 
-def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int) -> None:
+def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int, threads) -> None:
     """A multi-dimensional launch as rows: the inner loop runs along the last dimension
     with tid()'s last component as its counter, so it vectorises like a 1-d launch; the
     other components are divided out once per row, not once per thread."""
@@ -112,7 +116,7 @@ def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int) -> None:
     for k in range(ndim - 2, -1, -1):  # row = index over dims[:-1], row-major
         outer.insert(0, b.srem(rest, dims[k]))
         rest = b.sdiv(rest, dims[k])
-    emit_threads(e, col, b.sub(row_end, row_base), (row_base, outer))
+    threads(e, col, b.sub(row_end, row_base), (row_base, outer))
     t.add_incoming(row_end, b.block)
     b.branch(cond_bb)
     b.position_at_end(exit_bb)

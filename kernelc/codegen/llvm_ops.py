@@ -303,7 +303,7 @@ _INTRINSIC_BUILTINS = {
     "ceil": "llvm.ceil", "round": "llvm.round", "rint": "llvm.rint", "trunc": "llvm.trunc",
     "fabs": "llvm.fabs",
 }
-_LIBM_BUILTINS = ("cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "erf",
+LIBM_BUILTINS = ("cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "erf",
                   "erfc")
 
 
@@ -324,7 +324,7 @@ def _builtin_table() -> dict[str, Callable]:
     table: dict[str, Callable] = {}
     for key, name in _INTRINSIC_BUILTINS.items():
         table[key] = lambda b, args, _n=name: intrinsic(b, _n, args)
-    for key in _LIBM_BUILTINS:
+    for key in LIBM_BUILTINS:
         table[key] = lambda b, args, _n=key: libm(b, _n, args)
     table["frac"] = lambda b, args: _frac(b, args[0])
     table["copysign"] = lambda b, args: _copysign(b, *args)

@@ -22,71 +22,14 @@ from llvmlite import ir as ll
 
 from kernelc import types as T
 from kernelc.codegen import llvm_lanes as lanes
+from kernelc.codegen import llvm_loops, llvm_simd_ops
 from kernelc.codegen import llvm_ops as ops
-from kernelc.codegen import llvm_simd_ops
 from kernelc.codegen.llvm import _OPS, FunctionEmitter, _ModuleState
-from kernelc.codegen.llvm_loops import launch_ndim, threads_innermost
-from kernelc.codegen.llvm_ops import I1, I32, I64, PTR, llvm_type
+from kernelc.codegen.llvm_ops import I1, I32, llvm_type
+from kernelc.codegen.llvm_simd_choice import callee_info
 from kernelc.ir import nodes as ir
 from kernelc.ir import varying
 from kernelc.ir.nodes import OpCode
-
-
-def use_simd(module: ir.Module, options) -> bool:
-    """Whether the kernel runs as SIMD lanes (`options.simd`, see `config.cpu_simd`).
-
-    "auto" picks kernels that have a loop (else LLVM vectorises the loop over threads
-    itself) and whose loops hold no op that would run one lane at a time."""
-    if options.debug or options.simd == "off":
-        return False
-    if options.simd == "all":
-        return True
-    if threads_innermost(module):
-        return False
-    if _atomic_count(module.kernel, module) > 1:
-        # Lane by lane, a packet runs one atomic for all its lanes before the next: with
-        # two, floats would be summed in another order than thread after thread.
-        return False
-    info = varying.analyse(module)
-    return not any(_one_lane_at_a_time(s, info, module)
-                   for loop in ir.walk(module.kernel.body) if isinstance(loop, (ir.For, ir.While))
-                   for s in ir.walk((loop,)))
-
-
-def _atomic_count(fn: ir.Function, module: ir.Module) -> int:
-    """Atomic ops in `fn` and (per call) in the funcs it calls."""
-    count = 0
-    for s in ir.walk(fn.body):
-        if isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC:
-            count += 1
-        elif isinstance(s, ir.Op) and s.opcode == OpCode.CALL_FUNC:
-            count += _atomic_count(module.func(s.attr), module)
-    return count
-
-
-def _one_lane_at_a_time(s: ir.Stmt, info: varying.Varying, module: ir.Module) -> bool:
-    if isinstance(s, ir.Op) and s.opcode == OpCode.CALL_FUNC and (
-            s.attr in info.lane_funcs or any(a.id in info.values for a in s.args)):
-        callee = module.func(s.attr)
-        inner = _callee_info(callee, s, info)
-        return any(_one_lane_at_a_time(x, inner, module) for x in ir.walk(callee.body))
-    if isinstance(s, ir.Print):
-        return True
-    if isinstance(s, ir.LocalStore):
-        return s.slot.id in info.slots
-    if isinstance(s, ir.ArrayStore):
-        varies = any(v.id in info.values for v in (s.array, *s.indices, s.value))
-        return varies and not llvm_simd_ops.plain_array(s.array.type)
-    if not isinstance(s, ir.Op) or s.result is None:
-        return isinstance(s, ir.Op) and s.opcode == OpCode.CALL_FUNC and s.attr in info.lane_funcs
-    if s.result.id not in info.values:
-        return False
-    return not llvm_simd_ops.lane_wise(s, info)
-
-
-def _callee_info(callee: ir.Function, call: ir.Op, info: varying.Varying) -> varying.Varying:
-    params = frozenset(p.id for p, a in zip(callee.params, call.args) if a.id in info.values)
-    return varying.analyse_function(callee, params, info.lane_funcs)
 
 
 class _Loop:
@@ -97,10 +40,12 @@ class _Loop:
 class SimdEmitter(FunctionEmitter):
     """Emits the kernel of a module as a loop over packets of `width` threads."""
 
-    def __init__(self, state: _ModuleState, module: ir.Module, width: int):
-        super().__init__(state, module.kernel)
+    def __init__(self, state: _ModuleState, kernel: ir.Function, info: varying.Varying,
+                 width: int):
+        super().__init__(state, kernel)
         self.width = width
-        self.info = varying.analyse(module)
+        self.mask_type = ll.VectorType(I1, width)
+        self.info = info
         self.lane: ll.Value | None = None  # the lane whose scalar code is being emitted
         self.affine: dict[int, ll.Value] = {}  # value id -> u where value = u + lane index
         self.frames: list[_Loop] = []
@@ -161,51 +106,21 @@ class SimdEmitter(FunctionEmitter):
 
     # ---- the kernel shell -------------------------------------------------------------
 
-    def emit_kernel(self) -> None:
-        from kernelc.ir.analysis import reduction_targets, thread_private_params
-        from kernelc.ir.uniform import uniform_updates
+    def emit_thread_loops(self, start: ll.Value, end: ll.Value) -> None:
+        self.ret = self.b.alloca(self.mask_type, name="ret")
+        llvm_loops.emit_loops(self, start, end, SimdEmitter.packets)
 
-        if self.state.options.disjoint_arrays:
-            self.private = thread_private_params(self.fn)
-        if self.state.options.expanded:
-            self.private |= frozenset(reduction_targets(self.fn))
-        f = ll.Function(self.state.llmod, ll.FunctionType(ll.VoidType(), [PTR, I64, I64]),
-                        self.state.entry)
-        args, start, end = f.args
-        self.llfn, self.ctx = f, args
-        self.entry_block = f.append_basic_block("entry")
-        b = self.b = ll.IRBuilder(self.entry_block)
-        self.mask_type = ll.VectorType(I1, self.width)
-        for i, p in enumerate(self.fn.params):
-            ptr = b.gep(args, [I32(0), I32(2 + i)], source_etype=self.state.args_type)
-            self.values[p.id] = ops.from_memory(b, b.load(ptr, typ=llvm_type(p.type, memory=True)),
-                                                p.type)
-        self.alloc_slots()
-        self.ret = b.alloca(self.mask_type, name="ret")
-        if self.state.options.disjoint_arrays:
-            from kernelc.codegen.llvm_memory import make_accumulators
-
-            make_accumulators(self, uniform_updates(self.fn))
-        ndim = launch_ndim(self.fn)
-        first = b.trunc(start, I32)
-        first = b.select(b.icmp_signed("<", first, I32(0)), I32(0), first)
-        if ndim >= 2:
-            self._rows(first, b.trunc(end, I32), ndim)
-        else:
-            self._packets(first, b.trunc(end, I32), None)
-        from kernelc.codegen.llvm_memory import flush_accumulators
-
-        flush_accumulators(self)
-        self.b.ret_void()
+    def slot_type(self, slot: ir.Slot) -> ll.Type:
+        t = llvm_type(slot.type, memory=isinstance(slot.type, T.LocalArrayType))
+        if slot.id not in self.info.slots:
+            return t
+        # A local array of varying content: one copy per lane, lane after lane.
+        local = isinstance(slot.type, T.LocalArrayType)
+        return ll.ArrayType(t, self.width) if local else lanes.wide(t, self.width)
 
     def alloc_slots(self) -> None:
         for s in self.fn.slots:
-            t = llvm_type(s.type, memory=isinstance(s.type, T.LocalArrayType))
-            if s.id in self.info.slots:
-                # A local array of varying content: one copy per lane, lane after lane.
-                t = (ll.ArrayType(t, self.width) if isinstance(s.type, T.LocalArrayType)
-                     else lanes.wide(t, self.width))
-            self.slots[s.id] = self.b.alloca(t, name=s.name)
+            self.slots[s.id] = self.b.alloca(self.slot_type(s), name=s.name)
 
     def zero_slots(self) -> None:
         for s in self.fn.slots:
@@ -213,8 +128,10 @@ class SimdEmitter(FunctionEmitter):
                 slot = self.slots[s.id]
                 self.b.store(ll.Constant(slot.allocated_type, None), slot)
 
-    def _packets(self, first: ll.Value, stop: ll.Value, parts) -> None:
-        """Packets of `width` threads over [first, stop); `parts` as in emit_threads."""
+    def packets(self, first: ll.Value, stop: ll.Value, parts) -> None:
+        """Packets of `width` threads over [first, stop); `parts` as in
+        `llvm_loops.emit_threads` (a multi-dimensional launch runs row by row, packets along
+        the last dimension, the other tid() components uniform)."""
         b, f, width = self.b, self.llfn, self.width
         before = b.block
         cond_bb = f.append_basic_block("packet.cond")
@@ -239,7 +156,7 @@ class SimdEmitter(FunctionEmitter):
             self.tid_parts = [*outer, (cols, t)]
         self.tid = I32(0)  # (for calls of funcs that never read it: see emit_op)
         self.base = lanes.all_true(width)
-        self.thread_exit = self.return_to = latch_bb
+        self.return_to = latch_bb
         self.skip = [latch_bb]
         self.zero_slots()
         self.emit_block(self.fn.body)
@@ -247,37 +164,6 @@ class SimdEmitter(FunctionEmitter):
             b.branch(latch_bb)
         b.position_at_end(latch_bb)
         t.add_incoming(b.add(t, I32(width), flags=["nsw"]), latch_bb)
-        b.branch(cond_bb)
-        b.position_at_end(exit_bb)
-
-    def _rows(self, start: ll.Value, end: ll.Value, ndim: int) -> None:
-        """A multi-dimensional launch row by row (as llvm_loops.emit_rows), packets along
-        the last dimension: the other tid() components are uniform in a packet."""
-        b, f = self.b, self.llfn
-        dims = [b.trunc(b.load(b.gep(self.ctx, [I32(0), I32(0), I32(k)],
-                                     source_etype=self.state.args_type), typ=I64), I32)
-                for k in range(ndim)]
-        width = dims[-1]
-        before = b.block
-        cond_bb = f.append_basic_block("row.cond")
-        body_bb = f.append_basic_block("row.body")
-        exit_bb = f.append_basic_block("row.exit")
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        t = b.phi(I32, "row.t")
-        t.add_incoming(start, before)
-        b.cbranch(b.icmp_signed("<", t, end), body_bb, exit_bb)
-        b.position_at_end(body_bb)
-        row, col = b.sdiv(t, width), b.srem(t, width)
-        row_base = b.mul(row, width, flags=["nsw"])
-        row_end = b.add(row_base, width, flags=["nsw"])
-        row_end = b.select(b.icmp_signed("<", row_end, end), row_end, end)
-        outer, rest = [], row
-        for k in range(ndim - 2, -1, -1):
-            outer.insert(0, b.srem(rest, dims[k]))
-            rest = b.sdiv(rest, dims[k])
-        self._packets(col, b.sub(row_end, row_base), (row_base, outer))
-        t.add_incoming(row_end, b.block)
         b.branch(cond_bb)
         b.position_at_end(exit_bb)
 
@@ -296,8 +182,8 @@ class SimdEmitter(FunctionEmitter):
     def emit_op(self, s: ir.Op) -> None:
         if s.opcode == OpCode.CONST:
             self.consts[s.result.id] = s.attr
-        if s.opcode == OpCode.CALL_FUNC and (s.attr in self.info.lane_funcs or (
-                s.result is not None and s.result.id in self.info.values)):
+        if s.opcode == OpCode.CALL_FUNC and (s.attr in self.info.lane_funcs or any(
+                a.id in self.info.values for a in s.args)):  # (void funcs too)
             value = self.inline_call(s)
             if s.result is not None:
                 self.values[s.result.id] = value
@@ -459,16 +345,6 @@ class SimdEmitter(FunctionEmitter):
         self.base = saved
         self.guard(s)
 
-    def _range_test(self, s: ir.For, i, stop, step):
-        b = self.b
-        signed = s.var.type.kind == "int"
-        cmp = b.icmp_signed if signed else b.icmp_unsigned
-        known = self.consts.get(s.step.id)
-        if known is not None:
-            return cmp("<" if known > 0 else ">", i, stop)
-        up = cmp(">", step, ll.Constant(step.type, 0))
-        return b.select(up, cmp("<", i, stop), cmp(">", i, stop))
-
     def emit_while(self, s: ir.While) -> None:
         masked = id(s) in self.info.loops
         b, f = self.b, self.llfn
@@ -545,7 +421,7 @@ class SimdEmitter(FunctionEmitter):
         emitted in place for the active lanes: its `return` leaves like a `break`."""
         b = self.b
         callee = self.state.func_ir[s.attr]
-        info = _callee_info(callee, s, self.info)
+        info = callee_info(callee, s, self.info)
         values = {p.id: self.values[a.id] for p, a in zip(callee.params, s.args)}
         affine = {p.id: self.affine[a.id] for p, a in zip(callee.params, s.args)
                   if a.id in self.affine}
@@ -561,13 +437,8 @@ class SimdEmitter(FunctionEmitter):
         self.base, self.divergent, self.frames, self.skip = entry_mask, 0, [], [end_bb]
         self.private, self.accumulators = frozenset(), {}  # (these hold the kernel's ids)
         for slot in callee.slots:
-            t = llvm_type(slot.type, memory=isinstance(slot.type, T.LocalArrayType))
-            if slot.id in info.slots:
-                t = (ll.ArrayType(t, self.width) if isinstance(slot.type, T.LocalArrayType)
-                     else lanes.wide(t, self.width))
-            self.slots[slot.id] = self.entry_alloca(t, slot.name)
-            if not isinstance(slot.type, T.LocalArrayType):
-                b.store(ll.Constant(t, None), self.slots[slot.id])
+            self.slots[slot.id] = self.entry_alloca(self.slot_type(slot), slot.name)
+        self.zero_slots()
         self.emit_block(callee.body)
         if not b.block.is_terminated:
             b.branch(end_bb)

@@ -22,7 +22,7 @@ from kernelc.ir.nodes import OpCode
 
 Emitter = Any  # kernelc.codegen.llvm_simd.SimdEmitter (which imports this module)
 
-_LIBM = frozenset(ops._LIBM_BUILTINS)
+_LIBM = frozenset(ops.LIBM_BUILTINS)
 
 
 def _cast(e: Emitter, s: ir.Op):
@@ -134,25 +134,14 @@ def _insert(e: Emitter, s: ir.Op):
 
 
 def _extract_dyn(e: Emitter, s: ir.Op):
-    b = e.b
     agg, index = s.args
-    whole, i = e.vec(agg), e.values[index.id]
-    out = b.extract_value(whole, 0)
-    for k in range(1, agg.type.count):
-        hit = b.icmp_signed("==", i, ll.Constant(i.type, k))
-        out = b.select(hit, b.extract_value(whole, k), out)
-    return ops.from_memory(b, out, agg.type.dtype)
+    return llvm_aggregate.extract_dyn(e.b, e.vec(agg), e.values[index.id], agg.type)
 
 
 def _insert_dyn(e: Emitter, s: ir.Op):
-    b = e.b
     agg, index, value = s.args
-    whole, i = e.vec(agg), e.values[index.id]
-    new = ops.to_memory(b, e.vec(value), value.type)
-    for k in range(agg.type.count):
-        hit = b.icmp_signed("==", i, ll.Constant(i.type, k))
-        whole = b.insert_value(whole, b.select(hit, new, b.extract_value(whole, k)), k)
-    return whole
+    return llvm_aggregate.insert_dyn(e.b, e.vec(agg), e.values[index.id], e.vec(value),
+                                     value.type, agg.type)
 
 
 def _array_shape(e: Emitter, s: ir.Op):
@@ -201,17 +190,24 @@ def _offset(e: Emitter, array: ir.Value, indices) -> ll.Value:
         i = e.values[index.id]
         if index.type.bits < 64:
             i = b.sext(i, ops.like(i, I64))
-        stride = b.extract_value(arr, [2, k])
-        if isinstance(i.type, ll.VectorType) != isinstance(stride.type, ll.VectorType):
-            i, stride = (x if isinstance(x.type, ll.VectorType) else lanes.splat(b, x, e.width)
-                         for x in (i, stride))
-        term = b.mul(i, stride)
-        if offset is not None and isinstance(offset.type, ll.VectorType) != isinstance(
-                term.type, ll.VectorType):
-            offset, term = (x if isinstance(x.type, ll.VectorType) else lanes.splat(b, x, e.width)
-                            for x in (offset, term))
-        offset = term if offset is None else b.add(offset, term)
+        term = b.mul(*_alike(e, i, b.extract_value(arr, [2, k])))
+        offset = term if offset is None else b.add(*_alike(e, offset, term))
     return offset
+
+
+def _alike(e: Emitter, x: ll.Value, y: ll.Value) -> tuple[ll.Value, ll.Value]:
+    """`x` and `y` both lane-wise when either is (the other broadcast), else both uniform."""
+    if isinstance(x.type, ll.VectorType) == isinstance(y.type, ll.VectorType):
+        return x, y
+    return tuple(v if isinstance(v.type, ll.VectorType) else lanes.splat(e.b, v, e.width)
+                 for v in (x, y))
+
+
+def _component(b: ll.IRBuilder, ptrs: ll.Value, byte_offset: int) -> ll.Value:
+    """The pointers `ptrs` moved by `byte_offset` (a component of each lane's element)."""
+    wide64 = ll.VectorType(I64, ptrs.type.count)
+    return b.inttoptr(b.add(b.ptrtoint(ptrs, wide64), ll.Constant(wide64, byte_offset)),
+                      ptrs.type)
 
 
 def _addresses(e: Emitter, array: ir.Value, indices) -> ll.Value:
@@ -273,11 +269,9 @@ def _array_load(e: Emitter, s: ir.Op):
     if single:
         return ops.from_memory(b, lanes.gather(b, ptrs, mask, element), scalar)
     out = ll.Constant(e.wide(dtype), None)
-    wide64 = ll.VectorType(I64, e.width)
     for k in range(count):
-        at = b.inttoptr(b.add(b.ptrtoint(ptrs, wide64), ll.Constant(wide64, k * scalar.size)),
-                        ptrs.type)
-        out = b.insert_value(out, lanes.gather(b, at, mask, element), k)
+        out = b.insert_value(out, lanes.gather(b, _component(b, ptrs, k * scalar.size), mask,
+                                               element), k)
     return out
 
 
@@ -302,11 +296,8 @@ def store(e: Emitter, s: ir.ArrayStore) -> bool:
     if single:
         lanes.scatter(b, value, ptrs, mask)
         return True
-    wide64 = ll.VectorType(I64, e.width)
     for k in range(count):
-        at = b.inttoptr(b.add(b.ptrtoint(ptrs, wide64), ll.Constant(wide64, k * scalar.size)),
-                        ptrs.type)
-        lanes.scatter(b, b.extract_value(value, k), at, mask)
+        lanes.scatter(b, b.extract_value(value, k), _component(b, ptrs, k * scalar.size), mask)
     return True
 
 
