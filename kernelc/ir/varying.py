@@ -72,9 +72,9 @@ class _Walker:
 
     def block(self, block: ir.Block, divergent: bool) -> None:
         for s in block:
-            getattr(self, type(s).__name__.lower())(s, divergent)
+            getattr(self, "visit_" + type(s).__name__)(s, divergent)
 
-    def op(self, s: ir.Op, divergent: bool) -> None:
+    def visit_Op(self, s: ir.Op, divergent: bool) -> None:
         if s.result is None:
             return
         r = self.r
@@ -84,15 +84,15 @@ class _Walker:
                 or (s.opcode == OpCode.CALL_FUNC and s.attr in r.lane_funcs)):
             r.values.add(s.result.id)
 
-    def storeslot(self, s: ir.StoreSlot, divergent: bool) -> None:
+    def visit_StoreSlot(self, s: ir.StoreSlot, divergent: bool) -> None:
         if divergent or s.value.id in self.r.values:
             self.r.slots.add(s.slot.id)
 
-    def localstore(self, s: ir.LocalStore, divergent: bool) -> None:
+    def visit_LocalStore(self, s: ir.LocalStore, divergent: bool) -> None:
         if divergent or s.index.id in self.r.values or s.value.id in self.r.values:
             self.r.slots.add(s.slot.id)
 
-    def if_(self, s: ir.If, divergent: bool) -> None:
+    def visit_If(self, s: ir.If, divergent: bool) -> None:
         varying = s.cond.id in self.r.values
         if varying:
             for frame in self.loops:
@@ -112,31 +112,27 @@ class _Walker:
             self.block(block, inner)
         self.loops.pop()
 
-    def for_(self, s: ir.For, divergent: bool) -> None:
+    def visit_For(self, s: ir.For, divergent: bool) -> None:
         varying = any(v.id in self.r.values for v in (s.start, s.stop, s.step))
         if varying:
             self.r.values.add(s.var.id)
         self._loop(s, varying, divergent, (s.body,))
 
-    def while_(self, s: ir.While, divergent: bool) -> None:
+    def visit_While(self, s: ir.While, divergent: bool) -> None:
         self.block(s.cond_body, divergent or id(s) in self.r.loops)  # decides `cond`
         self._loop(s, s.cond.id in self.r.values, divergent, (s.cond_body, s.body))
 
-    def _exit(self, s, divergent: bool) -> None:
+    def visit_Break(self, s, divergent: bool) -> None:
         if self.loops and self.loops[-1][1]:  # some lanes leave or skip, others go on
             self.r.loops.add(id(self.loops[-1][0]))
 
-    break_ = continue_ = _exit
+    visit_Continue = visit_Break
 
-    def return_(self, s: ir.Return, divergent: bool) -> None:
+    def visit_Return(self, s: ir.Return, divergent: bool) -> None:
         pass
 
-    def arraystore(self, s, divergent: bool) -> None:
+    def visit_ArrayStore(self, s, divergent: bool) -> None:
         pass
 
-    print_ = assert_ = arraystore
+    visit_Print = visit_Assert = visit_ArrayStore
 
-
-# Statement classes whose names are Python keywords.
-for _name in ("if", "for", "while", "break", "continue", "return", "print", "assert"):
-    setattr(_Walker, _name, getattr(_Walker, _name + "_"))
