@@ -117,12 +117,12 @@ class Config:
             `KERNELC_NUM_THREADS`, else the number of cores).
         dump_ir (bool): Print the IR after each pass (`KERNELC_DUMP_IR=1`).
         cpu_simd (str): How CPU kernels use SIMD across threads (default `KERNELC_SIMD`,
-            else `"off"`). `"auto"`: kernels with loops of their own run their threads as
-            SIMD lanes when every op in those loops has a lane-wise form and the kernel is
-            not too big to compile quickly (often 10x faster N-body or ray-marching loops,
-            but lane code takes LLVM about twice as long to compile, hence opt-in); the
+            else `"auto"`). `"auto"`: kernels with loops of their own run their threads as
+            SIMD lanes when every op in those loops has a lane-wise form (often 10x faster
+            N-body, ray-marching or quadrature loops, for somewhat longer compiles); the
             others leave the loop over threads to LLVM's vectoriser. `"all"`: every kernel
-            runs as lanes. `"off"`: none does. Debug mode always runs one thread at a time.
+            runs as lanes. `"off"`: none does, one thread at a time. Debug mode always runs
+            one thread at a time.
         quiet (bool): Warp's setting before `log_level` replaced it: True (the default)
             while `log_level` is above `LOG_INFO`. Setting it False lowers `log_level` to
             `LOG_INFO`; True raises `LOG_INFO` to `LOG_WARNING` (a debug level stays).
@@ -166,7 +166,7 @@ class Config:
             os.cpu_count() or 1
         )
         self.dump_ir: bool = os.environ.get("KERNELC_DUMP_IR", "") not in ("", "0")
-        self.cpu_simd: str = os.environ.get("KERNELC_SIMD", "off")
+        self.cpu_simd: str = os.environ.get("KERNELC_SIMD", "auto")
         self.reduce_mode: ReduceMode = ReduceMode.Direct
         self.enable_backward: bool = True
         self.verify_autograd_array_access: bool = False

@@ -339,3 +339,94 @@ def test_void_func_with_varying_arguments(simd, rng):
     out = poisoned(n, np.float32)
     kc.launch(checked_sum, n, inputs=[kc.array(x), out])
     np.testing.assert_allclose(out.numpy(), x.sum() * np.arange(n, dtype=np.float32), rtol=1e-5)
+
+
+@kc.kernel
+def where_am_i(x: kc.array(dtype=float, ndim=3), out: kc.array(dtype=kc.vec3i),
+               total: kc.array(dtype=float, ndim=3)):
+    i, j, k = kc.tid()
+    s = float(0.0)
+    for m in range(j + 1):  # (a loop: "auto" would pick this kernel too)
+        s += x[i, m, k]
+    out[(i * x.shape[1] + j) * x.shape[2] + k] = kc.vec3i(i, j, k)
+    total[i, j, k] = s
+
+
+@pytest.mark.parametrize("shape", [(37, 3, 1), (5, 1, 21), (2, 17, 3), (1, 1, 40), (300, 7, 2)])
+def test_packets_span_rows_of_short_launch_dimensions(simd, rng, shape):
+    # Packets take consecutive linear thread indices, so a packet may hold several rows;
+    # each lane's tid() components come from dividing its index lane-wise.
+    x = nonzero(rng, shape, np.float32)
+    out = kc.array(np.full((int(np.prod(shape)), 3), -7, np.int32), dtype=kc.vec3i)
+    total = poisoned(shape, np.float32)
+    kc.launch(where_am_i, shape, inputs=[kc.array(x), out, total])
+    want = np.stack(np.meshgrid(*(np.arange(n) for n in shape), indexing="ij"), -1)
+    np.testing.assert_array_equal(out.numpy(), want.reshape(-1, 3))
+    np.testing.assert_allclose(total.numpy(), np.cumsum(x, axis=1), rtol=1e-5)
+
+
+def test_lane_division_is_exact_near_the_int_range():
+    # The lane-wise divmod (a double multiply by 1/d, corrected) against Python's, at
+    # exact multiples (for d = 49, x * (1/d) falls just below the quotient) and the top.
+    from llvmlite import ir as ll
+
+    from kernelc.codegen.llvm_lanes import divmod_by
+    from kernelc.runtime.cpu import CpuJit
+
+    width, i32 = 16, ll.IntType(32)
+    vt = ll.VectorType(i32, width)
+    mod = ll.Module()
+    fn = ll.Function(mod, ll.FunctionType(ll.VoidType(), [ll.PointerType(), i32,
+                                                          ll.PointerType()]), "divmod16")
+    b = ll.IRBuilder(fn.append_basic_block())
+    xs, d, out = fn.args
+    q, r = divmod_by(b, b.load(xs, typ=vt, align=4), d)  # (NumPy's data: 4-byte aligned)
+    b.store(q, out, align=4)
+    b.store(r, b.gep(out, [i32(width)], source_etype=i32), align=4)
+    b.ret_void()
+    jit = CpuJit()
+    address = jit.load(jit.compile(str(mod)), "divmod16")
+    import ctypes
+
+    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)(address)
+    rng = np.random.default_rng(5)
+    top = 2**31 - 1
+    for d in (1, 2, 3, 7, 16, 49, 103, 1000, 46341, 2**20 + 1, 2**30 - 3, top):
+        near = [top - k for k in range(8)] + [d * m + o for m in (1, 5, 2**31 // d - 1)
+                                              for o in (-1, 0, 1) if 0 <= d * m + o <= top]
+        xs_np = np.array((near + list(rng.integers(0, top, 32)))[:width], dtype=np.int32)
+        got = np.empty(2 * width, dtype=np.int32)
+        call(xs_np.ctypes.data, d, got.ctypes.data)
+        np.testing.assert_array_equal(got[:width], xs_np // d, err_msg=f"d={d}")
+        np.testing.assert_array_equal(got[width:], xs_np % d, err_msg=f"d={d}")
+
+
+@kc.func
+def my_cell(scale: float):
+    i, j = kc.tid()
+    return float(i) * scale + float(j)
+
+
+@kc.func
+def twice_my_cell(scale: float):  # reads the thread through the func it calls
+    return my_cell(scale) * 2.0
+
+
+@kc.kernel
+def tid_in_funcs(x: kc.array2d(dtype=float), out: kc.array2d(dtype=float)):
+    i, j = kc.tid()
+    s = float(0.0)
+    for _k in range(j % 3 + 1):
+        s += twice_my_cell(1.5) + my_cell(x[i, j])
+    out[i, j] = s
+
+
+def test_funcs_that_read_the_thread_index(simd, rng):
+    # Called with uniform arguments too, such funcs still see each lane's own tid().
+    shape = (6, 11)
+    x = nonzero(rng, shape, np.float32)
+    out = poisoned(shape, np.float32)
+    kc.launch(tid_in_funcs, shape, inputs=[kc.array(x), out])
+    i, j = np.meshgrid(np.arange(6), np.arange(11), indexing="ij")
+    want = (j % 3 + 1) * (2 * (i * 1.5 + j) + (i * x + j))
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)

@@ -68,10 +68,7 @@ def emit_llvm(module: ir.Module, entry: str, options: LlvmOptions) -> LlvmSource
     llmod = ll.Module(name=entry)
     state = _ModuleState(llmod, options, entry, args_struct(tuple(p.type for p in module.kernel.params)))
     state.vector_division = llvm_loops.threads_innermost(module)
-    for fn in module.funcs:
-        state.declare_func(fn)
-    for fn in module.funcs:
-        FunctionEmitter(state, fn).emit_func()
+    state.func_ir = {fn.name: fn for fn in module.funcs}
     scoped = options.noalias and options.disjoint_arrays
     plan = llvm_alias.plan_aliasing(module) if scoped else None
     if plan is not None:
@@ -85,6 +82,7 @@ def emit_llvm(module: ir.Module, entry: str, options: LlvmOptions) -> LlvmSource
         SimdEmitter(state, module.kernel, lanes, options.vector_width // 32).emit_kernel()
     else:
         FunctionEmitter(state, module.kernel).emit_kernel()
+    state.emit_called_funcs()
     text = _add_entry_attributes(str(llmod), entry, options)
     return LlvmSource(text, entry, tuple(state.check_locs), state.has_print)
 
@@ -112,18 +110,29 @@ class _ModuleState:
         self.has_print = False
         self.vector_division = False  # integer division as SIMD can do it (llvm_ops.binary)
         self.alias: llvm_alias.AliasScopes | None = None
-        self.variants: dict[tuple, ll.Function] = {}  # funcs copied per array arguments
+        # funcs copied per array arguments (llvm_alias) and lane-wise forms (llvm_simd)
+        self.variants: dict[tuple, ll.Function] = {}
         self._strings: dict[str, ll.GlobalVariable] = {}
+        self._unemitted: list[ir.Function] = []
 
-    def declare_func(self, fn: ir.Function) -> None:
-        ret = _return_type(fn)
-        params = [PTR, I32] + [llvm_type(p.type) for p in fn.params]
-        f = ll.Function(self.llmod, ll.FunctionType(ret, params), f"{self.entry}__{fn.name}")
-        f.linkage = "internal"
-        f.attributes.add("alwaysinline")
-        f.attributes.add("nounwind")
-        self.funcs[fn.name] = f
-        self.func_ir[fn.name] = fn
+    def func(self, name: str) -> ll.Function:
+        """The scalar form of func `name`, declared on first use and emitted by
+        `emit_called_funcs` (lane code calls other forms: a func it never calls scalar
+        costs nothing)."""
+        f = self.funcs.get(name)
+        if f is None:
+            fn = self.func_ir[name]
+            f = ll.Function(self.llmod, func_type(fn), f"{self.entry}__{fn.name}")
+            f.linkage = "internal"
+            f.attributes.add("alwaysinline")
+            f.attributes.add("nounwind")
+            self.funcs[name] = f
+            self._unemitted.append(fn)
+        return f
+
+    def emit_called_funcs(self) -> None:
+        while self._unemitted:  # (emitting one may call more)
+            FunctionEmitter(self, self._unemitted.pop()).emit_func()
 
     def check_id(self, loc: Loc) -> int:
         self.check_locs.append(loc)
@@ -139,6 +148,12 @@ class _ModuleState:
             g.initializer = ll.Constant(arr, data)
             self._strings[text] = g
         return self._strings[text]
+
+
+def func_type(fn: ir.Function) -> ll.FunctionType:
+    """A func's scalar form: (context, thread index, its parameters) -> its results."""
+    params = [PTR, I32] + [llvm_type(p.type) for p in fn.params]
+    return ll.FunctionType(_return_type(fn), params)
 
 
 def _return_type(fn: ir.Function) -> ll.Type:
@@ -204,7 +219,7 @@ class FunctionEmitter:
         llvm_loops.emit_loops(self, start, end)
 
     def emit_func(self, f: ll.Function | None = None) -> None:
-        f = f or self.state.funcs[self.fn.name]
+        f = f or self.state.func(self.fn.name)
         self.llfn = f
         self.entry_block = f.append_basic_block("entry")
         self.b = ll.IRBuilder(self.entry_block)
@@ -515,10 +530,11 @@ def _op_call(e: FunctionEmitter, s: ir.Op):
 
 
 def _op_call_func(e: FunctionEmitter, s: ir.Op):
-    callee = e.state.funcs[s.attr]
     origins = tuple(e.origins.get(a.id) for a in s.args) if e.origins is not None else ()
     if any(o is not None for o in origins):  # the func's copy for the arrays it gets here
         callee = llvm_alias.func_variant(e.state, e.state.func_ir[s.attr], origins)
+    else:
+        callee = e.state.func(s.attr)
     result = e.b.call(callee, [e.ctx, e.tid] + [e.v(a) for a in s.args])
     if e.debug:
         e.after_call_check()

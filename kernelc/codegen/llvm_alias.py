@@ -143,15 +143,14 @@ def func_variant(state, fn: ir.Function, origins: Origins) -> ll.Function:
     key = (fn.name, origins)
     found = state.variants.get(key)
     if found is None:
-        plain = state.funcs[fn.name]
-        found = ll.Function(state.llmod, plain.function_type,
-                            f"{plain.name}.noalias{len(state.variants)}")
+        from kernelc.codegen.llvm import FunctionEmitter, func_type
+
+        found = ll.Function(state.llmod, func_type(fn),
+                            f"{state.entry}__{fn.name}.noalias{len(state.variants)}")
         found.linkage = "internal"
         found.attributes.add("alwaysinline")
         found.attributes.add("nounwind")
         state.variants[key] = found  # before emitting: a recursive call finds it
-        from kernelc.codegen.llvm import FunctionEmitter
-
         emitter = FunctionEmitter(state, fn)
         emitter.origins = value_origins(fn, origins)
         emitter.emit_func(found)

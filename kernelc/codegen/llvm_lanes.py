@@ -36,17 +36,35 @@ def _parts(t: ll.Type) -> list[tuple[int, ll.Type]]:
 def splat(b: ll.IRBuilder, x: ll.Value, width: int) -> ll.Value:
     """`x` (a uniform value) in every lane."""
     t = x.type
+    constant = _splat_constant(x, width)
+    if constant is not None:
+        return constant
     if isinstance(t, _LEAVES):
-        if isinstance(x, ll.Constant) and not isinstance(t, ll.PointerType):
-            return ll.Constant(ll.VectorType(t, width), x.constant)
         vt = ll.VectorType(t, width)
-        one = b.insert_element(ll.Constant(vt, ll.Undefined), x, I32(0))
-        return b.shuffle_vector(one, ll.Constant(vt, ll.Undefined),
-                                ll.Constant(ll.VectorType(I32, width), None))
+        undef = ll.Constant(vt, ll.Undefined)
+        one = b.insert_element(undef, x, I32(0))
+        return b.shuffle_vector(one, undef, ll.Constant(ll.VectorType(I32, width), None))
     out = ll.Constant(wide(t, width), ll.Undefined)
     for k, _ in _parts(t):
         out = b.insert_value(out, splat(b, b.extract_value(x, k), width), k)
     return out
+
+
+def _splat_constant(x: ll.Value, width: int) -> ll.Constant | None:
+    """`splat` of a constant, as a constant (None where `x` is not one)."""
+    if type(x) is not ll.Constant:
+        return None
+    t, c = x.type, x.constant
+    if c is None:  # zeroinitializer
+        return ll.Constant(wide(t, width), None)
+    if isinstance(t, ll.PointerType):
+        return None
+    if isinstance(t, _LEAVES):
+        return ll.Constant(ll.VectorType(t, width), c)
+    if not isinstance(c, list):
+        return None
+    parts = [_splat_constant(e, width) for e in c]
+    return None if any(p is None for p in parts) else ll.Constant(wide(t, width), parts)
 
 
 def lane(b: ll.IRBuilder, x: ll.Value, k: ll.Value) -> ll.Value:
@@ -85,6 +103,23 @@ def select(b: ll.IRBuilder, mask: ll.Value, x: ll.Value, y: ll.Value) -> ll.Valu
     for k, _ in _parts(x.type):
         out = b.insert_value(out, select(b, mask, b.extract_value(x, k), b.extract_value(y, k)), k)
     return out
+
+
+def divmod_by(b: ll.IRBuilder, x: ll.Value, d: ll.Value) -> tuple[ll.Value, ll.Value]:
+    """(x // d, x % d) lane-wise for `x` a vector of non-negative i32 and `d` a positive
+    uniform i32. x86 has no SIMD integer division (LLVM would divide lane by lane): the
+    quotient comes from a double multiply by 1/d, off by at most one, then corrected."""
+    vt = x.type
+    dvec = splat(b, d, vt.count)
+    f64 = ll.VectorType(ll.DoubleType(), vt.count)
+    inverse = b.fdiv(ll.Constant(ll.DoubleType(), 1.0), b.sitofp(d, ll.DoubleType()))
+    q = b.fptosi(b.fmul(b.sitofp(x, f64), splat(b, inverse, vt.count)), vt)
+    r = b.sub(x, b.mul(q, dvec))
+    one = ll.Constant(vt, 1)
+    low = b.icmp_signed("<", r, ll.Constant(vt, 0))
+    q, r = b.select(low, b.sub(q, one), q), b.select(low, b.add(r, dvec), r)
+    high = b.icmp_signed(">=", r, dvec)
+    return b.select(high, b.add(q, one), q), b.select(high, b.sub(r, dvec), r)
 
 
 def any_lane(b: ll.IRBuilder, mask: ll.Value) -> ll.Value:

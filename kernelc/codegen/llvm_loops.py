@@ -17,17 +17,13 @@ from kernelc.ir.nodes import OpCode
 Emitter = Any  # kernelc.codegen.llvm.FunctionEmitter (which imports this module)
 
 
-def emit_loops(e: Emitter, start: ll.Value, end: ll.Value, threads=None) -> None:
-    """The threads [start, end) of the kernel `e` emits, each running its body once.
-
-    `threads(e, first, stop, parts)` emits the loop over one range of threads (default
-    `emit_threads`; the SIMD emitter passes its loop over packets)."""
-    threads = threads or emit_threads
+def emit_loops(e: Emitter, start: ll.Value, end: ll.Value) -> None:
+    """The threads [start, end) of the kernel `e` emits, each running its body once."""
     ndim = launch_ndim(e.fn)
     if ndim >= 2:
-        emit_rows(e, start, end, ndim, threads)
+        emit_rows(e, start, end, ndim)
     else:
-        threads(e, _non_negative(e.b, e.b.trunc(start, I32)), e.b.trunc(end, I32), None)
+        emit_threads(e, non_negative(e.b, e.b.trunc(start, I32)), e.b.trunc(end, I32), None)
 
 
 def threads_innermost(module: ir.Module) -> bool:
@@ -44,7 +40,7 @@ def launch_ndim(fn: ir.Function) -> int:
     return found.pop() if len(found) == 1 else 0
 
 
-def _non_negative(b: ll.IRBuilder, first: ll.Value) -> ll.Value:
+def non_negative(b: ll.IRBuilder, first: ll.Value) -> ll.Value:
     """`first` (never negative) as LLVM can see it is not: then so is every thread index,
     and tests such as `i < 0` (an indexed array's index counted from the end) fold away."""
     return b.select(b.icmp_signed("<", first, I32(0)), I32(0), first)  # smax(first, 0)
@@ -87,7 +83,7 @@ def emit_threads(e: Emitter, first: ll.Value, stop: ll.Value, parts: list | None
     b.position_at_end(exit_bb)
 
 
-def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int, threads) -> None:
+def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int) -> None:
     """A multi-dimensional launch as rows: the inner loop runs along the last dimension
     with tid()'s last component as its counter, so it vectorises like a 1-d launch; the
     other components are divided out once per row, not once per thread."""
@@ -96,7 +92,7 @@ def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int, threads) ->
                                  source_etype=e.state.args_type), typ=I64), I32)
             for k in range(ndim)]
     width = dims[-1]
-    start32, end32 = _non_negative(b, b.trunc(start, I32)), b.trunc(end, I32)
+    start32, end32 = non_negative(b, b.trunc(start, I32)), b.trunc(end, I32)
     before = b.block
     cond_bb = f.append_basic_block("row.cond")
     body_bb = f.append_basic_block("row.body")
@@ -116,7 +112,7 @@ def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int, threads) ->
     for k in range(ndim - 2, -1, -1):  # row = index over dims[:-1], row-major
         outer.insert(0, b.srem(rest, dims[k]))
         rest = b.sdiv(rest, dims[k])
-    threads(e, col, b.sub(row_end, row_base), (row_base, outer))
+    emit_threads(e, col, b.sub(row_end, row_base), (row_base, outer))
     t.add_incoming(row_end, b.block)
     b.branch(cond_bb)
     b.position_at_end(exit_bb)

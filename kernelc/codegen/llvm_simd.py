@@ -10,10 +10,14 @@ time. Here the kernel body is emitted once for a *packet* of W consecutive threa
   lanes that run them out of the mask (`ret`, and the loop's `brk`/`cont`);
 - loads and stores become masked gathers and scatters (one vector load when the index is
   the thread index plus a uniform offset and the array is contiguous);
-- anything else (atomics, funcs that depend on the thread, views, raw address loads,
-  local arrays of varying content, prints) runs the scalar lowering once per active lane.
+- a func called with varying arguments, or that depends on the thread, is called in a
+  lane-wise form (vectors and the execution mask in, vectors out), one per pattern of
+  varying arguments; with uniform arguments, in its scalar form, once;
+- anything else (atomics, views, raw address loads, local arrays of varying content,
+  prints) runs the scalar lowering once per active lane.
 
-The packet loop takes W threads at a time; the last packet masks the threads past `end`.
+The packet loop takes W consecutive threads at a time (by linear index, whatever the
+launch's dimensions); the last packet masks the threads past `end`.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from kernelc.codegen import llvm_lanes as lanes
 from kernelc.codegen import llvm_loops, llvm_simd_ops
 from kernelc.codegen import llvm_ops as ops
 from kernelc.codegen.llvm import _OPS, FunctionEmitter, _ModuleState
-from kernelc.codegen.llvm_ops import I1, I32, llvm_type
+from kernelc.codegen.llvm_ops import I1, I32, PTR, llvm_type
 from kernelc.codegen.llvm_simd_choice import callee_info
 from kernelc.ir import nodes as ir
 from kernelc.ir import varying
@@ -51,7 +55,7 @@ class SimdEmitter(FunctionEmitter):
         self.frames: list[_Loop] = []
         self.skip: list[ll.Block] = []  # where a region goes when no lane is left in it
         self.divergent = 0  # depth of varying ifs and masked loops around the emitted code
-        self.results: list[ll.Value] = []  # an inlined func's result slots
+        self.results: list[ll.Value] = []  # a lane-wise func's result slots
 
     # ---- values -----------------------------------------------------------------------
 
@@ -107,8 +111,9 @@ class SimdEmitter(FunctionEmitter):
     # ---- the kernel shell -------------------------------------------------------------
 
     def emit_thread_loops(self, start: ll.Value, end: ll.Value) -> None:
-        self.ret = self.b.alloca(self.mask_type, name="ret")
-        llvm_loops.emit_loops(self, start, end, SimdEmitter.packets)
+        b = self.b
+        self.ret = b.alloca(self.mask_type, name="ret")
+        self.packets(llvm_loops.non_negative(b, b.trunc(start, I32)), b.trunc(end, I32))
 
     def slot_type(self, slot: ir.Slot) -> ll.Type:
         t = llvm_type(slot.type, memory=isinstance(slot.type, T.LocalArrayType))
@@ -128,10 +133,12 @@ class SimdEmitter(FunctionEmitter):
                 slot = self.slots[s.id]
                 self.b.store(ll.Constant(slot.allocated_type, None), slot)
 
-    def packets(self, first: ll.Value, stop: ll.Value, parts) -> None:
-        """Packets of `width` threads over [first, stop); `parts` as in
-        `llvm_loops.emit_threads` (a multi-dimensional launch runs row by row, packets along
-        the last dimension, the other tid() components uniform)."""
+    def packets(self, first: ll.Value, stop: ll.Value) -> None:
+        """Packets of `width` consecutive threads over [first, stop).
+
+        A multi-dimensional launch is packed by linear thread index too, its tid()
+        components divided out lane-wise, so that a short last dimension (fem's one dof
+        per node) still fills the packets."""
         b, f, width = self.b, self.llfn, self.width
         before = b.block
         cond_bb = f.append_basic_block("packet.cond")
@@ -144,16 +151,11 @@ class SimdEmitter(FunctionEmitter):
         t.add_incoming(first, before)
         b.cbranch(b.icmp_signed("<", t, stop), body_bb, exit_bb)
         b.position_at_end(body_bb)
-        cols = b.add(lanes.splat(b, t, width), lanes.iota(width), flags=["nsw"])
-        outside = b.icmp_signed(">=", cols, lanes.splat(b, stop, width))
-        b.store(outside, self.ret)
-        if parts is None:
-            self.tid_vec, self.tid_base, self.tid_parts = cols, t, None
-        else:
-            row_base, outer = parts
-            self.tid_vec = b.add(lanes.splat(b, row_base, width), cols, flags=["nsw"])
-            self.tid_base = b.add(row_base, t, flags=["nsw"])
-            self.tid_parts = [*outer, (cols, t)]
+        self.tid_vec = b.add(lanes.splat(b, t, width), lanes.iota(width), flags=["nsw"])
+        self.tid_base = t
+        b.store(b.icmp_signed(">=", self.tid_vec, lanes.splat(b, stop, width)), self.ret)
+        ndim = llvm_loops.launch_ndim(self.fn)
+        self.tid_parts = self.tid_components(ndim) if ndim >= 2 else None
         self.tid = I32(0)  # (for calls of funcs that never read it: see emit_op)
         self.base = lanes.all_true(width)
         self.return_to = latch_bb
@@ -166,6 +168,18 @@ class SimdEmitter(FunctionEmitter):
         t.add_incoming(b.add(t, I32(width), flags=["nsw"]), latch_bb)
         b.branch(cond_bb)
         b.position_at_end(exit_bb)
+
+    def tid_components(self, ndim: int) -> list[ll.Value]:
+        """tid()'s components for the packet's lanes (row-major over the launch dims)."""
+        b = self.b
+        dims = [b.trunc(b.load(b.gep(self.ctx, [I32(0), I32(0), I32(k)],
+                                     source_etype=self.state.args_type), typ=ll.IntType(64)),
+                        I32) for k in range(ndim)]
+        parts, rest = [], self.tid_vec
+        for d in reversed(dims[1:]):
+            rest, part = lanes.divmod_by(b, rest, d)
+            parts.insert(0, part)
+        return [rest, *parts]
 
     # ---- statements -------------------------------------------------------------------
 
@@ -184,7 +198,7 @@ class SimdEmitter(FunctionEmitter):
             self.consts[s.result.id] = s.attr
         if s.opcode == OpCode.CALL_FUNC and (s.attr in self.info.lane_funcs or any(
                 a.id in self.info.values for a in s.args)):  # (void funcs too)
-            value = self.inline_call(s)
+            value = self.call_lanes(s)
             if s.result is not None:
                 self.values[s.result.id] = value
         elif s.result is not None and s.result.id in self.info.values:
@@ -222,12 +236,13 @@ class SimdEmitter(FunctionEmitter):
         cttz = ops.declare(b.module, f"llvm.cttz.i{self.width}", bits_t, [bits_t, I1])
         k = b.call(cttz, [bits, ll.Constant(I1, 1)])
         k = b.zext(k, I32) if self.width < 32 else b.trunc(k, I32) if self.width > 32 else k
-        saved = self.lane, self.tid
-        self.lane, self.tid = k, b.extract_element(self.tid_vec, k)
+        saved = self.lane, self.tid, self.tid_parts
+        # (the scalar tid() lowering divides the lane's linear index itself)
+        self.lane, self.tid, self.tid_parts = k, b.extract_element(self.tid_vec, k), None
         value = emit()
         if out is not None:
             b.store(lanes.with_lane(b, b.load(out, typ=out_t), value, k), out)
-        self.lane, self.tid = saved
+        self.lane, self.tid, self.tid_parts = saved
         bits.add_incoming(b.and_(bits, b.sub(bits, ll.Constant(bits_t, 1))), b.block)
         b.branch(loop_bb)
         b.position_at_end(done_bb)
@@ -406,7 +421,7 @@ class SimdEmitter(FunctionEmitter):
 
     def emit_return(self, s: ir.Return) -> None:
         m = self.mask() if self.divergent or self.results else None
-        for value, slot in zip(s.values, self.results):  # (an inlined func's results)
+        for value, slot in zip(s.values, self.results):  # (a lane-wise func's results)
             # (masked: lanes that returned earlier keep their results)
             new = lanes.select(self.b, m, self.vec(value), self.b.load(slot, typ=slot.allocated_type))
             self.b.store(new, slot)
@@ -416,44 +431,74 @@ class SimdEmitter(FunctionEmitter):
         self.add_to(self.ret, m)
         self.b.branch(self.skip[-1])
 
-    def inline_call(self, s: ir.Op) -> ll.Value | None:
-        """A func called with varying arguments (or one that depends on the thread),
-        emitted in place for the active lanes: its `return` leaves like a `break`."""
-        b = self.b
-        callee = self.state.func_ir[s.attr]
-        info = callee_info(callee, s, self.info)
-        values = {p.id: self.values[a.id] for p, a in zip(callee.params, s.args)}
-        affine = {p.id: self.affine[a.id] for p, a in zip(callee.params, s.args)
-                  if a.id in self.affine}
-        saved = {k: getattr(self, k) for k in _FRAME}
-        entry_mask = self.mask()
-        results = [self.entry_alloca(self.wide(t), f"{callee.name}.result")
-                   for t in callee.return_types]
-        ret = self.mask_slot(f"{callee.name}.returned")
-        b.store(ll.Constant(self.mask_type, None), ret)
-        end_bb = self.llfn.append_basic_block(f"{callee.name}.end")
-        self.fn, self.info, self.values, self.affine, self.consts = callee, info, values, affine, {}
-        self.slots, self.results, self.ret, self.return_to = {}, results, ret, end_bb
-        self.base, self.divergent, self.frames, self.skip = entry_mask, 0, [], [end_bb]
-        self.private, self.accumulators = frozenset(), {}  # (these hold the kernel's ids)
-        for slot in callee.slots:
-            self.slots[slot.id] = self.entry_alloca(self.slot_type(slot), slot.name)
+    def call_lanes(self, s: ir.Op) -> ll.Value | None:
+        """A func called with varying arguments (or one that depends on the thread): a
+        call of its lane-wise form for this pattern of varying (and affine) arguments,
+        emitted once per module."""
+        varies = tuple(a.id in self.info.values for a in s.args)
+        affine = tuple(a.id in self.affine for a in s.args)
+        key = ("lanes", s.attr, varies, affine)
+        f = self.state.variants.get(key)
+        args = [self.values[a.id] for a in s.args]
+        extra = [self.affine[a.id] for a in s.args if a.id in self.affine]
+        if f is None:
+            callee = self.state.func_ir[s.attr]
+            ret = [self.wide(t) for t in callee.return_types]
+            ret_t = (ll.VoidType() if not ret else ret[0] if len(ret) == 1
+                     else ll.LiteralStructType(ret))
+            params = [PTR, self.tid_vec.type, self.mask_type]
+            fnty = ll.FunctionType(ret_t, params + [a.type for a in args + extra])
+            name = f"{self.state.entry}__{callee.name}.lanes{len(self.state.variants)}"
+            f = ll.Function(self.state.llmod, fnty, name)
+            f.linkage = "internal"
+            f.attributes.add("nounwind")
+            self.state.variants[key] = f
+            info = callee_info(callee, s, self.info)
+            SimdEmitter(self.state, callee, info, self.width).emit_lane_func(f, affine)
+        return self.b.call(f, [self.ctx, self.tid_vec, self.mask(), *args, *extra])
+
+    def emit_lane_func(self, f: ll.Function, affine: tuple[bool, ...]) -> None:
+        """The body of a func's lane-wise form (`call_lanes`): it runs for the lanes of its
+        mask argument; a lane's `return` takes it out of the mask, as in a loop's `break`."""
+        self.llfn = f
+        self.entry_block = f.append_basic_block("entry")
+        b = self.b = ll.IRBuilder(self.entry_block)
+        self.ctx, self.tid_vec, self.base = f.args[:3]
+        self.tid, self.tid_base = I32(0), b.extract_element(self.tid_vec, I32(0))
+        ndim = llvm_loops.launch_ndim(self.fn)  # (funcs that call tid() themselves)
+        self.tid_parts = self.tid_components(ndim) if ndim >= 2 else None
+        params = self.fn.params
+        for p, a in zip(params, f.args[3:]):
+            self.values[p.id] = a
+        bases = iter(f.args[3 + len(params):])
+        for p, is_affine in zip(params, affine):
+            if is_affine:
+                self.affine[p.id] = next(bases)
+        self.ret = b.alloca(self.mask_type, name="returned")
+        b.store(ll.Constant(self.mask_type, None), self.ret)
+        self.results = []
+        for t in self.fn.return_types:  # (lanes that never return get zeros, as scalars do)
+            slot = b.alloca(self.wide(t), name="result")
+            b.store(ll.Constant(slot.allocated_type, None), slot)
+            self.results.append(slot)
+        end_bb = f.append_basic_block("end")
+        self.return_to, self.skip = end_bb, [end_bb]
+        self.alloc_slots()
         self.zero_slots()
-        self.emit_block(callee.body)
+        self.emit_block(self.fn.body)
         if not b.block.is_terminated:
             b.branch(end_bb)
         b.position_at_end(end_bb)
-        for k, v in saved.items():
-            setattr(self, k, v)
-        loaded = [b.load(r, typ=r.allocated_type) for r in results]
+        loaded = [b.load(r, typ=r.allocated_type) for r in self.results]
         if not loaded:
-            return None
-        if len(loaded) == 1:
-            return loaded[0]
-        out = ll.Constant(self.wide(T.TupleType(callee.return_types)), None)
-        for k, v in enumerate(loaded):
-            out = b.insert_value(out, v, k)
-        return out
+            b.ret_void()
+        elif len(loaded) == 1:
+            b.ret(loaded[0])
+        else:
+            out = ll.Constant(f.function_type.return_type, None)
+            for k, v in enumerate(loaded):
+                out = b.insert_value(out, v, k)
+            b.ret(out)
 
     def emit_array_store(self, s: ir.ArrayStore) -> None:
         if not any(self.varies(x) for x in (s.array, *s.indices, s.value)):
@@ -481,11 +526,6 @@ class SimdEmitter(FunctionEmitter):
 
     def emit_print(self, s: ir.Print) -> None:
         self.per_lane(lambda: FunctionEmitter.emit_print(self, s))
-
-
-# What an inlined call replaces while its body is emitted.
-_FRAME = ("fn", "info", "values", "affine", "consts", "slots", "results", "ret", "return_to",
-          "base", "divergent", "frames", "skip", "private", "accumulators")
 
 
 def _has_exit(stmt: ir.Stmt) -> bool:

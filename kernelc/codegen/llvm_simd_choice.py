@@ -14,8 +14,7 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
     `config.cpu_simd`), else None.
 
     "auto" picks kernels that have a loop (else LLVM vectorises the loop over threads
-    itself), whose loops hold no op that would run one lane at a time, and that are not so
-    big that compiling lane code would take seconds (`MAX_AUTO_SIZE`)."""
+    itself) and whose loops hold no op that would run one lane at a time."""
     if options.debug or options.simd == "off":
         return None
     if options.simd == "all":
@@ -26,31 +25,12 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
         # Lane by lane, a packet runs one atomic for all its lanes before the next: with
         # two, floats would be summed in another order than thread after thread.
         return None
-    if inlined_size(module.kernel, module) > MAX_AUTO_SIZE:
-        return None
     info = varying.analyse(module)
     if any(_one_lane_at_a_time(s, info, module)
            for loop in ir.walk(module.kernel.body) if isinstance(loop, (ir.For, ir.While))
            for s in ir.walk((loop,))):
         return None
     return info
-
-
-# Lane code takes LLVM about 2.5 times as long to compile as the scalar kernel; past this
-# many IR statements (funcs counted inlined) that is seconds, as in fem's assembly kernels
-# (2900-4100 statements, 0.7 -> 1.8 s), so "auto" leaves them scalar. Warp's ray-marching
-# example (1279) and N-body kernels (~70) stay well below.
-MAX_AUTO_SIZE = 2000
-
-
-def inlined_size(fn: ir.Function, module: ir.Module) -> int:
-    """Statements in `fn`, with each call counted as its callee's inlined size."""
-    size = 0
-    for s in ir.walk(fn.body):
-        size += 1
-        if isinstance(s, ir.Op) and s.opcode == OpCode.CALL_FUNC:
-            size += inlined_size(module.func(s.attr), module)
-    return size
 
 
 def _atomic_count(fn: ir.Function, module: ir.Module) -> int:

@@ -83,15 +83,11 @@ def _load_slot(e: Emitter, s: ir.Op):
 def _tid(e: Emitter, s: ir.Op):
     b = e.b
     axis, ndim = s.attr
-    if ndim == 0:
+    if ndim <= 1:
         e.affine[s.result.id] = e.tid_base
         return e.tid_vec
     if e.tid_parts is not None and len(e.tid_parts) == ndim:
-        part = e.tid_parts[axis]
-        if isinstance(part, tuple):  # the last dimension: the packet's lanes
-            e.affine[s.result.id] = part[1]
-            return part[0]
-        return lanes.splat(b, part, e.width)
+        return e.tid_parts[axis]
     wide64 = ll.VectorType(I64, e.width)
     linear = b.zext(e.tid_vec, wide64)
     dims = [b.load(b.gep(e.ctx, [I32(0), I32(0), I32(k)], source_etype=e.state.args_type),

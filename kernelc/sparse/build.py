@@ -87,7 +87,10 @@ def triplet_topology(nrow: int, ncol: int, rows: np.ndarray, cols: np.ndarray,
     if keep is not None:
         valid &= keep
     kept = np.flatnonzero(valid)
-    order = kept[np.lexsort((cols[kept], rows[kept]))].astype(np.int32)
+    # One stable sort of row * ncol + col: the order lexsort((cols, rows)) gives, about
+    # twice as fast as lexsort's two passes.
+    key = rows[kept].astype(np.int64) * max(ncol, 1) + cols[kept]
+    order = kept[np.argsort(key, kind="stable")].astype(np.int32)
     sorted_rows, sorted_cols = rows[order], cols[order]
     new_block = np.ones(len(order), dtype=bool)
     new_block[1:] = (sorted_rows[1:] != sorted_rows[:-1]) | (sorted_cols[1:] != sorted_cols[:-1])
