@@ -9,12 +9,13 @@ time. Here the kernel body is emitted once for a *packet* of W consecutive threa
   `if`, a loop while any lane is still in it; `return`, `break` and `continue` take the
   lanes that run them out of the mask (`ret`, and the loop's `brk`/`cont`);
 - loads and stores become masked gathers and scatters (one vector load when the index is
-  the thread index plus a uniform offset and the array is contiguous);
+  the thread index plus a uniform offset and the array is contiguous), and so do reads of
+  runtime structures (hash grids, meshes, volumes) through their raw addresses;
 - a func called with varying arguments, or that depends on the thread, is called in a
   lane-wise form (vectors and the execution mask in, vectors out), one per pattern of
   varying arguments; with uniform arguments, in its scalar form, once;
-- anything else (atomics, views, raw address loads, local arrays of varying content,
-  prints) runs the scalar lowering once per active lane.
+- anything else (atomics, views, local arrays of varying content, prints) runs the
+  scalar lowering once per active lane.
 
 The packet loop takes W consecutive threads at a time (by linear index, whatever the
 launch's dimensions); the last packet masks the threads past `end`.

@@ -16,7 +16,7 @@ from kernelc import types as T
 from kernelc.codegen import llvm_aggregate
 from kernelc.codegen import llvm_lanes as lanes
 from kernelc.codegen import llvm_ops as ops
-from kernelc.codegen.llvm_ops import I32, I64, llvm_type
+from kernelc.codegen.llvm_ops import I32, I64, PTR, llvm_type
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
@@ -314,13 +314,29 @@ def _local_load(e: Emitter, s: ir.Op):
     return b.select(ok, value, ll.Constant(value.type, None))
 
 
+def _load_address(e: Emitter, s: ir.Op):
+    """A read of runtime structures (hash grids) at varying addresses or indices: a
+    gather, masked so that lanes outside the mask read nothing."""
+    address, index = s.args
+    t = s.result.type
+    b = e.b
+    wide64 = ll.VectorType(I64, e.width)
+    i = e.vec(index)
+    if index.type.bits < 64:
+        i = (b.zext if index.type.kind == "uint" else b.sext)(i, wide64)
+    offset = b.mul(i, ll.Constant(wide64, t.size))
+    ptrs = b.inttoptr(b.add(e.vec(address), offset), ll.VectorType(PTR, e.width))
+    element = llvm_type(t, memory=True)
+    return ops.from_memory(b, lanes.gather(b, ptrs, e.mask(), element), t)
+
+
 OPS = {
     OpCode.CAST: _cast, OpCode.SELECT: _select, OpCode.LOAD_SLOT: _load_slot,
     OpCode.TID: _tid, OpCode.CALL: _call, OpCode.BUILD: _build,
     OpCode.EXTRACT: llvm_aggregate.op_extract, OpCode.INSERT: _insert,
     OpCode.EXTRACT_DYN: _extract_dyn, OpCode.INSERT_DYN: _insert_dyn,
     OpCode.ARRAY_SHAPE: _array_shape, OpCode.ARRAY_LOAD: _array_load,
-    OpCode.LOCAL_LOAD: _local_load,
+    OpCode.LOCAL_LOAD: _local_load, OpCode.LOAD_ADDRESS: _load_address,
 }
 OPS.update({op: _binary for op in ir.BINARY_OPS})
 OPS.update({op: _compare for op in ir.COMPARE_OPS})
