@@ -371,7 +371,7 @@ def test_print(capfd):
     f = np.array([1.5, -0.25], np.float32)
     run(K.printer).launch(2, [a, f])
     lines = capfd.readouterr().out.splitlines()
-    assert lines == ["row 0 3 1.5 1", "3:1.500|3000000000", "row 1 -4 -0.25 0",
+    assert lines == ["row 0 3 1.5 True", "3:1.500|3000000000", "row 1 -4 -0.25 False",
                      "-4:-0.250|-4000000000"]
 
 

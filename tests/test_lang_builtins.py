@@ -374,6 +374,37 @@ def test_print_and_printf(capfd):
     assert "value 42 2.5" in out and "i=0 x=2.50" in out
 
 
+def test_print_formats_values_as_warp_does(capfd):
+    # Warp's text for each kind (checked against Warp 1.19): bools as words, a vector's
+    # components each followed by a space, a matrix row per line.
+    @kc.kernel
+    def show(x: kc.array(dtype=float)):
+        i = kc.tid()
+        print(x[i] > 0.5)
+        print(x[i] > 0.5, "and", x[i] < 0.5, 3)
+        kc.printf("%d\n", x[i] > 0.5)
+        print(kc.vec3(1.0, 2.0, x[i]))
+        print(kc.vec2i(3, -4))
+        print(kc.mat22(1.0, 2.0, 3.0, 4.5))
+        print(kc.quat(0.0, 0.0, 0.0, 1.0))
+        print(kc.transform(kc.vec3(1.0, 2.0, 3.0), kc.quat(0.0, 0.0, 0.0, 1.0)))
+
+    kc.launch(show, 1, inputs=[kc.array(np.array([0.75], np.float32))])
+    out = capfd.readouterr().out
+    assert out == ("True\nTrue and False 3\n1\n1 2 0.75 \n3 -4 \n1 2 \n3 4.5 \n0 0 0 1\n"
+                   "(1 2 3) (0 0 0 1)\n")
+
+
+def test_print_of_too_many_bools_is_a_clear_error():
+    with pytest.raises(kc.KernelError, match="at most 4 bools"):
+        @kc.kernel
+        def chatty(x: kc.array(dtype=float)):
+            b = x[0] > 0.0
+            print(b, b, b, b, b)
+
+        kc.launch(chatty, 1, inputs=[kc.zeros(1, dtype=float)])
+
+
 @kc.kernel
 def checked(a: kc.array(dtype=int)):
     i = kc.tid()

@@ -220,11 +220,17 @@ class AggregateLowering:
         code = _PRINTF_CODES[v.type.dtype.name]
         for i in range(v.type.count):
             args.append(self.component(v.value, i))
-        if isinstance(v.type, T.MatrixType):
-            rows, cols = v.type.shape
-            row = "[" + " ".join([code] * cols) + "]"
-            return "[" + " ".join([row] * rows) + "]"
-        return "[" + " ".join([code] * v.type.count) + "]"
+        t = v.type
+        # Warp's layouts: a vector `1 2 3 `, a matrix one such row per line, a quaternion
+        # `0 0 0 1`, a transform `(1 2 3) (0 0 0 1)`.
+        if isinstance(t, T.MatrixType):
+            rows, cols = t.shape
+            return "\n".join([(code + " ") * cols] * rows)
+        if t.kind == "quat":
+            return " ".join([code] * 4)
+        if t.kind == "transform":
+            return "(" + " ".join([code] * 3) + ") (" + " ".join([code] * 4) + ")"
+        return (code + " ") * t.length
 
     def length_of(self, v: Val) -> Val:
         if isinstance(v.type, T.VectorType):

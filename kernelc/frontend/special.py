@@ -99,10 +99,18 @@ _PRINTF_CODES = {
 }
 
 
+# print() of more bools than this at once: each bool doubles the printf calls emitted.
+_MAX_PRINTED_BOOLS = 4
+
+
 def _print(lowerer, node: ast.Call):
+    """print(...) as Warp writes it: scalars with printf codes, bools as True/False,
+    vectors `1 2 3 ` and matrices row by row (see `format_value`), arguments joined by
+    spaces. A bool's word picks the format string, so each bool is an `if`."""
     if node.keywords:
         raise KernelError("print() keyword arguments are not supported in kernels")
-    parts, args = [], []
+    parts = []  # format pieces, or the bools whose words go there
+    args = []
     for a in node.args:
         if isinstance(a, ast.Constant) and isinstance(a.value, str):
             parts.append(a.value.replace("%", "%%"))
@@ -112,10 +120,29 @@ def _print(lowerer, node: ast.Call):
             parts.append(lowerer.format_value(v, args))
             continue
         v = lowerer.coerce(v, v.type)
+        if v.type == T.bool_:
+            parts.append(v.value)
+            continue
         parts.append(_PRINTF_CODES[v.type.name])
         args.append(v.value)
-    lowerer.b.append(ir.Print(lowerer.b.loc, " ".join(parts) + "\n", tuple(args)))
+    if sum(not isinstance(p, str) for p in parts) > _MAX_PRINTED_BOOLS:
+        raise KernelError(f"print() formats at most {_MAX_PRINTED_BOOLS} bools at once: "
+                          f"split it, or use printf(\"%d\", b)")
+    _emit_print(lowerer.b, parts, [], tuple(args))
     return PyObj(None)
+
+
+def _emit_print(b, parts: list, done: list[str], args: tuple) -> None:
+    for k in range(len(done), len(parts)):
+        if not isinstance(parts[k], str):
+            with b.region() as yes:
+                _emit_print(b, parts, [*done, "True"], args)
+            with b.region() as no:
+                _emit_print(b, parts, [*done, "False"], args)
+            b.append(ir.If(b.loc, parts[k], tuple(yes), tuple(no)))
+            return
+        done = [*done, parts[k]]
+    b.append(ir.Print(b.loc, " ".join(done) + "\n", args))
 
 
 def _printf(lowerer, node: ast.Call):
