@@ -503,10 +503,7 @@ def _op_tid(e: FunctionEmitter, s: ir.Op):
         return e.tid_parts[axis]
     if ndim > 0:
         linear = b.zext(linear, I64)
-        dims = [
-            b.load(b.gep(e.ctx, [I32(0), I32(0), I32(k)], source_etype=e.state.args_type), typ=I64)
-            for k in range(ndim)
-        ]
+        dims = llvm_loops.launch_dims(e, ndim)
         stride = I64(1)
         for d in dims[axis + 1:]:
             stride = b.mul(stride, d)

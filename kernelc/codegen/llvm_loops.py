@@ -6,6 +6,7 @@ loop along the last dimension, so that both vectorise the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from llvmlite import ir as ll
@@ -46,41 +47,57 @@ def non_negative(b: ll.IRBuilder, first: ll.Value) -> ll.Value:
     return b.select(b.icmp_signed("<", first, I32(0)), I32(0), first)  # smax(first, 0)
 
 
+def counted_loop(e: Emitter, first: ll.Value, stop: ll.Value, step: int, name: str,
+                 body: Callable[[ll.Value, ll.Block], None]) -> None:
+    """`for counter in range(first, stop, step)` over i32 with `nsw` increments (so that
+    LLVM's scalar evolution sees affine indices); `body(counter, latch)` emits one
+    iteration, branching to `latch` to continue (it falls through there too)."""
+    b, f = e.b, e.llfn
+    before = b.block
+    cond_bb = f.append_basic_block(f"{name}.cond")
+    body_bb = f.append_basic_block(f"{name}.body")
+    latch_bb = f.append_basic_block(f"{name}.next")
+    exit_bb = f.append_basic_block(f"{name}.exit")
+    b.branch(cond_bb)
+    b.position_at_end(cond_bb)
+    counter = b.phi(I32, name)
+    counter.add_incoming(first, before)
+    b.cbranch(b.icmp_signed("<", counter, stop), body_bb, exit_bb)
+    b.position_at_end(body_bb)
+    body(counter, latch_bb)
+    if not b.block.is_terminated:
+        b.branch(latch_bb)
+    b.position_at_end(latch_bb)
+    counter.add_incoming(b.add(counter, I32(step), flags=["nsw"]), latch_bb)
+    b.branch(cond_bb)
+    b.position_at_end(exit_bb)
+
+
+def launch_dims(e: Emitter, ndim: int) -> list[ll.Value]:
+    """The launch's dimensions (i64) from the kernel's argument block."""
+    return [e.b.load(e.b.gep(e.ctx, [I32(0), I32(0), I32(k)], source_etype=e.state.args_type),
+                     typ=I64) for k in range(ndim)]
+
+
 def emit_threads(e: Emitter, first: ll.Value, stop: ll.Value, parts: list | None) -> None:
     """The loop over threads [first, stop): the kernel body once per thread.
 
     `parts` gives the outer tid() components of a multi-dimensional launch (the last one
     is this loop's counter); None for a 1-d launch.
     """
-    b, f = e.b, e.llfn
-    before = b.block
-    cond_bb = f.append_basic_block("thread.cond")
-    body_bb = f.append_basic_block("thread.body")
-    latch_bb = f.append_basic_block("thread.next")
-    exit_bb = f.append_basic_block("thread.exit")
-    # The thread counter is 32-bit (launches stay below 2**31 threads, tid() is an int):
-    # with nsw increments LLVM's scalar evolution sees affine indices and vectorises.
-    b.branch(cond_bb)
-    b.position_at_end(cond_bb)
-    counter = b.phi(I32, "tid")
-    counter.add_incoming(first, before)
-    b.cbranch(b.icmp_signed("<", counter, stop), body_bb, exit_bb)
-    b.position_at_end(body_bb)
-    if parts is None:
-        e.tid, e.tid_parts = counter, None
-    else:
-        row_base, outer = parts
-        e.tid = b.add(row_base, counter, flags=["nsw"])
-        e.tid_parts = [*outer, counter]
-    e.thread_exit = latch_bb
-    e.zero_slots()
-    e.emit_block(e.fn.body)
-    if not b.block.is_terminated:
-        b.branch(latch_bb)
-    b.position_at_end(latch_bb)
-    counter.add_incoming(b.add(counter, I32(1), flags=["nsw"]), latch_bb)
-    b.branch(cond_bb)
-    b.position_at_end(exit_bb)
+    # The thread counter is 32-bit (launches stay below 2**31 threads, tid() is an int).
+    def body(counter: ll.Value, latch: ll.Block) -> None:
+        if parts is None:
+            e.tid, e.tid_parts = counter, None
+        else:
+            row_base, outer = parts
+            e.tid = e.b.add(row_base, counter, flags=["nsw"])
+            e.tid_parts = [*outer, counter]
+        e.thread_exit = latch
+        e.zero_slots()
+        e.emit_block(e.fn.body)
+
+    counted_loop(e, first, stop, 1, "tid", body)
 
 
 def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int) -> None:
@@ -88,9 +105,7 @@ def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int) -> None:
     with tid()'s last component as its counter, so it vectorises like a 1-d launch; the
     other components are divided out once per row, not once per thread."""
     b, f = e.b, e.llfn
-    dims = [b.trunc(b.load(b.gep(e.ctx, [I32(0), I32(0), I32(k)],
-                                 source_etype=e.state.args_type), typ=I64), I32)
-            for k in range(ndim)]
+    dims = [b.trunc(d, I32) for d in launch_dims(e, ndim)]
     width = dims[-1]
     start32, end32 = non_negative(b, b.trunc(start, I32)), b.trunc(end, I32)
     before = b.block

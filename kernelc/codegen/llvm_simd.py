@@ -140,42 +140,27 @@ class SimdEmitter(FunctionEmitter):
         A multi-dimensional launch is packed by linear thread index too, its tid()
         components divided out lane-wise, so that a short last dimension (fem's one dof
         per node) still fills the packets."""
-        b, f, width = self.b, self.llfn, self.width
-        before = b.block
-        cond_bb = f.append_basic_block("packet.cond")
-        body_bb = f.append_basic_block("packet.body")
-        latch_bb = f.append_basic_block("packet.next")
-        exit_bb = f.append_basic_block("packet.exit")
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        t = b.phi(I32, "packet")
-        t.add_incoming(first, before)
-        b.cbranch(b.icmp_signed("<", t, stop), body_bb, exit_bb)
-        b.position_at_end(body_bb)
-        self.tid_vec = b.add(lanes.splat(b, t, width), lanes.iota(width), flags=["nsw"])
-        self.tid_base = t
-        b.store(b.icmp_signed(">=", self.tid_vec, lanes.splat(b, stop, width)), self.ret)
-        ndim = llvm_loops.launch_ndim(self.fn)
-        self.tid_parts = self.tid_components(ndim) if ndim >= 2 else None
-        self.tid = I32(0)  # (for calls of funcs that never read it: see emit_op)
-        self.base = lanes.all_true(width)
-        self.return_to = latch_bb
-        self.skip = [latch_bb]
-        self.zero_slots()
-        self.emit_block(self.fn.body)
-        if not b.block.is_terminated:
-            b.branch(latch_bb)
-        b.position_at_end(latch_bb)
-        t.add_incoming(b.add(t, I32(width), flags=["nsw"]), latch_bb)
-        b.branch(cond_bb)
-        b.position_at_end(exit_bb)
+        b, width = self.b, self.width
+
+        def body(t: ll.Value, latch: ll.Block) -> None:
+            self.tid_vec = b.add(lanes.splat(b, t, width), lanes.iota(width), flags=["nsw"])
+            self.tid_base = t
+            b.store(b.icmp_signed(">=", self.tid_vec, lanes.splat(b, stop, width)), self.ret)
+            ndim = llvm_loops.launch_ndim(self.fn)
+            self.tid_parts = self.tid_components(ndim) if ndim >= 2 else None
+            self.tid = I32(0)  # (for calls of funcs that never read it: see emit_op)
+            self.base = lanes.all_true(width)
+            self.return_to = latch
+            self.skip = [latch]
+            self.zero_slots()
+            self.emit_block(self.fn.body)
+
+        llvm_loops.counted_loop(self, first, stop, width, "packet", body)
 
     def tid_components(self, ndim: int) -> list[ll.Value]:
         """tid()'s components for the packet's lanes (row-major over the launch dims)."""
         b = self.b
-        dims = [b.trunc(b.load(b.gep(self.ctx, [I32(0), I32(0), I32(k)],
-                                     source_etype=self.state.args_type), typ=ll.IntType(64)),
-                        I32) for k in range(ndim)]
+        dims = [b.trunc(d, I32) for d in llvm_loops.launch_dims(self, ndim)]
         parts, rest = [], self.tid_vec
         for d in reversed(dims[1:]):
             rest, part = lanes.divmod_by(b, rest, d)

@@ -81,23 +81,13 @@ def _load_slot(e: Emitter, s: ir.Op):
 
 
 def _tid(e: Emitter, s: ir.Op):
-    b = e.b
     axis, ndim = s.attr
     if ndim <= 1:
         e.affine[s.result.id] = e.tid_base
         return e.tid_vec
     if e.tid_parts is not None and len(e.tid_parts) == ndim:
         return e.tid_parts[axis]
-    wide64 = ll.VectorType(I64, e.width)
-    linear = b.zext(e.tid_vec, wide64)
-    dims = [b.load(b.gep(e.ctx, [I32(0), I32(0), I32(k)], source_etype=e.state.args_type),
-                   typ=I64) for k in range(ndim)]
-    stride = I64(1)
-    for d in dims[axis + 1:]:
-        stride = b.mul(stride, d)
-    part = b.urem(b.udiv(linear, lanes.splat(b, stride, e.width)),
-                  lanes.splat(b, dims[axis], e.width))
-    return b.trunc(part, ll.VectorType(I32, e.width))
+    return e.tid_components(ndim)[axis]  # (tid() unpacked to another rank elsewhere)
 
 
 def _call(e: Emitter, s: ir.Op):
