@@ -8,6 +8,7 @@ matching NumPy scalar, as Warp's scalar types do.
 from __future__ import annotations
 
 import builtins
+import typing
 from dataclasses import dataclass, field
 from typing import Any as _Any
 
@@ -77,8 +78,14 @@ class ScalarType(Type):
         return np.dtype(_NP_NAMES[self.name])
 
     def __call__(self, value: _Any) -> _Any:
-        """Host-side conversion, e.g. `kc.float32(1.5)` -> `numpy.float32(1.5)`."""
-        return self.np_dtype.type(value)
+        """Host-side conversion, e.g. `kc.float32(1.5)` -> `numpy.float32(1.5)` (of the
+        subclass that also marks it a `HostScalar`)."""
+        return _HOST_SCALARS.get(self.name, self.np_dtype.type)(value)
+
+    def __instancecheck__(self, obj: _Any) -> bool:
+        """`isinstance(x, kc.float32)`, as with Warp's scalar classes: true for this type's
+        host values (NumPy scalars of its dtype), false for Python numbers."""
+        return isinstance(obj, np.generic) and obj.dtype == self.np_dtype
 
     def __repr__(self) -> str:
         return self.name
@@ -104,11 +111,22 @@ class VectorType(Type):
         """Number of scalar components."""
         return self.length
 
-    def __call__(self, *args: _Any) -> _Any:
-        """Host-side construction, e.g. `kc.vec3(1, 2, 3)` -> a small NumPy array."""
-        from kernelc.types_vec import host_value
+    def __call__(self, *args: _Any, **kwargs: _Any) -> _Any:
+        """Host-side construction, e.g. `kc.vec3(1, 2, 3)` -> a small NumPy array;
+        transforms also take `p=` and `q=`, and are the identity when given nothing."""
+        from kernelc.types_vec import host_transform, host_value
 
+        if self.kind == "transform":
+            return host_transform(self, args, kwargs)
+        if kwargs:
+            raise TypeError(f"{self!r}() got an unexpected keyword argument "
+                            f"'{next(iter(kwargs))}'")
         return host_value(self, args)
+
+    def __instancecheck__(self, obj: _Any) -> bool:
+        """`isinstance(v, kc.vec3)`: `v` is a host value of this type (and kind: a quaternion
+        is not a `vec4`), as with Warp's vector classes."""
+        return _is_host_value_of(obj, self)
 
     def __repr__(self) -> str:
         return self.name or f"vector({self.length}, {self.dtype.name})"
@@ -137,8 +155,18 @@ class MatrixType(Type):
 
         return host_value(self, args)
 
+    def __instancecheck__(self, obj: _Any) -> bool:
+        """`isinstance(m, kc.mat22)`: `m` is a host value of this type."""
+        return _is_host_value_of(obj, self)
+
     def __repr__(self) -> str:
         return self.name or f"matrix({self.shape}, {self.dtype.name})"
+
+
+def _is_host_value_of(obj: _Any, t: Type) -> bool:
+    from kernelc.types_vec import HostValue
+
+    return isinstance(obj, HostValue) and obj._kc_type == t
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +356,31 @@ _NP_NAMES = {
 SCALAR_TYPES: tuple[ScalarType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
 )
+
+
+class HostScalar:
+    """What marks a number made by calling a scalar type on the host (`kc.float32(1.5)`).
+
+    Such a number is a NumPy scalar of the type (an instance of a subclass of
+    `np.float32`, named `float32`), so it works wherever one does; the mark tells it from
+    other NumPy scalars where Warp tells its own scalar classes from NumPy's: a single
+    `wp.float32` given for a vector launch argument or struct field is refused, as in
+    Warp, while a NumPy scalar is still broadcast (deprecated). Booleans are not marked:
+    NumPy's two booleans are singletons.
+    """
+
+    __slots__ = ()
+
+
+def _host_scalar_class(t: ScalarType) -> type:
+    base = t.np_dtype.type
+    return type(base.__name__, (base, HostScalar), {
+        "__slots__": (), "__module__": __name__,
+        "__repr__": lambda self: repr(base(self)),  # NumPy's, which names the subclass
+    })
+
+
+_HOST_SCALARS = {t.name: _host_scalar_class(t) for t in SCALAR_TYPES if not t.is_bool}
 _BY_NP_DTYPE = {t.np_dtype: t for t in SCALAR_TYPES}
 
 # Python's own names used as annotations mean Warp's defaults.
@@ -372,12 +425,24 @@ def as_type(obj: _Any) -> Type | None:
     kc_type = getattr(obj, "_kc_type", None)  # structs and array annotations carry one
     if isinstance(kc_type, Type):
         return kc_type
+    if typing.get_origin(obj) is tuple:  # `tuple[vec3, float]`, `tuple[int, ...]`
+        return _tuple_annotation(typing.get_args(obj))
     if isinstance(obj, (np.dtype, type)):
         try:
             return from_numpy_dtype(obj)
         except TypeError:
             return None
     return None
+
+
+def _tuple_annotation(items: tuple) -> Type | None:
+    if len(items) == 2 and items[1] is Ellipsis:
+        from kernelc.typevars import TupleConstraint
+
+        item = None if items[0] is _Any else as_type(items[0])
+        return None if item is None and items[0] is not _Any else TupleConstraint(item)
+    types = tuple(as_type(a) for a in items)
+    return None if any(t is None for t in types) else TupleType(types)
 
 
 def is_numeric(t: Type) -> bool:

@@ -258,6 +258,8 @@ def type_repr(t: Any) -> str:
         if short and rows <= 4 and cols <= 4:
             return f"mat{rows}{cols}{short}"
         return f"matrix(shape=({rows}, {cols}), dtype={type_repr(kt.dtype)})"
+    if isinstance(t, T.Type):  # its `__name__` comes from here: no recursion
+        return repr(t)
     name = getattr(t, "__qualname__", getattr(t, "__name__", None))
     return repr(t) if name is None else f"{t.__module__}.{name}"
 

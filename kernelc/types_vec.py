@@ -23,25 +23,54 @@ _SUFFIXES: dict[str, T.ScalarType] = {
 _FLOATS = {"h": T.float16, "f": T.float32, "d": T.float64}
 
 
-def vector(length: int, dtype: Any = T.float32) -> T.VectorType:
-    """The vector type of `length` components of `dtype` (`vector(3, float)` is `vec3`)."""
-    scalar = T.as_type(dtype)
-    if not isinstance(scalar, T.ScalarType) or scalar.is_bool:
-        raise TypeError(f"vector components must be a numeric scalar type, got {dtype!r}")
-    if not isinstance(length, int) or length < 1:
-        raise TypeError(f"vector length must be a positive int, got {length!r}")
+def vector(length: Any, dtype: Any = T.float32) -> Any:
+    """The vector type of `length` components of `dtype` (`vector(3, float)` is `vec3`).
+
+    `length=typing.Any`, `dtype=typing.Any` or a constrained dtype (`kc.Float`, ...) give
+    a generic annotation for funcs and kernels, matched per call or launch, as in Warp."""
+    scalar = _component_type(dtype, "vector")
+    if length is Any:
+        return _generic("vec", (None,), scalar)
+    if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 0:
+        raise TypeError(f"vector length must be a non-negative int, got {length!r}")
+    if not isinstance(scalar, T.ScalarType):
+        return _generic("vec", (int(length),), scalar)
+    length = int(length)
     return _NAMED.get(("vec", length, scalar)) or T.VectorType(length, scalar)
 
 
-def matrix(shape: tuple[int, int], dtype: Any = T.float32) -> T.MatrixType:
-    """The matrix type of `shape` (rows, cols) of `dtype` (`matrix((3, 3), float)` is `mat33`)."""
-    scalar = T.as_type(dtype)
-    if not isinstance(scalar, T.ScalarType) or scalar.is_bool:
-        raise TypeError(f"matrix components must be a numeric scalar type, got {dtype!r}")
-    if len(tuple(shape)) != 2 or min(shape) < 1:
+def matrix(shape: tuple[Any, Any], dtype: Any = T.float32) -> Any:
+    """The matrix type of `shape` (rows, cols) of `dtype` (`matrix((3, 3), float)` is `mat33`).
+
+    `typing.Any` for either size or the dtype, or a constrained dtype, give a generic
+    annotation (see `vector`)."""
+    scalar = _component_type(dtype, "matrix")
+    shape = tuple(shape)
+    if len(shape) != 2 or not all(n is Any or (isinstance(n, (int, np.integer)) and n >= 1)
+                                  for n in shape):
         raise TypeError(f"matrix shape must be two positive ints, got {shape!r}")
+    if Any in shape or not isinstance(scalar, T.ScalarType):
+        return _generic("mat", tuple(None if n is Any else int(n) for n in shape), scalar)
     shape = (int(shape[0]), int(shape[1]))
     return _NAMED.get(("mat", shape, scalar)) or T.MatrixType(shape, scalar)
+
+
+def _component_type(dtype: Any, what: str) -> Any:
+    """A vector or matrix dtype: a scalar type, a scalar constraint, or None (`Any`)."""
+    if dtype is Any:
+        return None
+    scalar = T.as_type(dtype)
+    from kernelc.typevars import ScalarConstraint
+
+    if not isinstance(scalar, (T.ScalarType, ScalarConstraint)):
+        raise TypeError(f"{what} components must be a scalar type, got {dtype!r}")
+    return scalar
+
+
+def _generic(kind: str, shape: tuple[int | None, ...], dtype: Any) -> T.Type:
+    from kernelc.typevars import AggregateConstraint
+
+    return AggregateConstraint(kind, shape, dtype)
 
 
 def quaternion(dtype: Any = T.float32) -> T.VectorType:
@@ -268,6 +297,38 @@ def host_value(t: T.VectorType | T.MatrixType, args: tuple[Any, ...]) -> HostVal
     value = data.view(HostValue)
     value._kc_base = t
     return value
+
+
+def host_transform(t: T.VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> HostValue:
+    """`kc.transform(p, q)`, `kc.transform(p=..., q=...)`, seven components, or nothing: the
+    identity, as in Warp (a missing `p` is zero, a missing `q` the identity rotation)."""
+    unknown = set(kwargs) - {"p", "q"}
+    if unknown:
+        raise TypeError(f"{t!r}() got an unexpected keyword argument '{sorted(unknown)[0]}'")
+    if len(args) > 2 or (len(args) == 1 and not kwargs and (
+            not _is_sequence(args[0]) or len(_flatten(args)) == t.count)):
+        return host_value(t, args)  # seven components, a sequence of seven, or a fill
+    given = dict(zip(("p", "q"), args))
+    for name, value in kwargs.items():
+        if name in given:
+            raise TypeError(f"{t!r}() got multiple values for argument '{name}'")
+        given[name] = value
+    parts = []
+    for name, default in (("p", (0, 0, 0)), ("q", (0, 0, 0, 1))):
+        value = given.get(name, default)
+        if not _is_sequence(value):
+            raise TypeError(f"Invalid argument '{name}' in transformation constructor: "
+                            f"expected a sequence, got {type(value).__name__}")
+        comps = _flatten((value,))
+        if len(comps) != len(default):
+            raise TypeError(f"{t!r}(): '{name}' must have {len(default)} components, "
+                            f"got {len(comps)}")
+        parts += comps
+    return host_value(t, tuple(parts))
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, (list, tuple, np.ndarray))
 
 
 def as_host_array(t: T.Type, value: Any) -> np.ndarray | None:

@@ -1,4 +1,5 @@
-"""Arrays of 1 to 4 dimensions, strided views, tid() shapes, launches, kc.compile, IR dumps."""
+"""Arrays of 1 to 4 dimensions, strided views, tid() shapes, launches (their arguments and
+recorded `kc.Launch` objects), kc.compile, IR dumps."""
 
 from __future__ import annotations
 
@@ -169,3 +170,158 @@ def test_dump_ir_prints_the_ir_after_each_pass(tmp_path):
     for name in ("constant_propagation", "value_numbering", "dead_code_elimination"):
         assert f"after {name}" in out
     assert "array_load" in out and "mul" in out
+
+
+# ---- arguments passed by value, and recorded launches as Warp's Launch objects ------------
+
+
+@kc.kernel
+def composites(v: kc.vec3, m: kc.mat22, q: kc.quat, t: kc.transform, out: kc.array(dtype=float)):
+    for k in range(3):
+        out[k] = v[k]
+    out[3] = m[0, 0]
+    out[4] = m[0, 1]
+    out[5] = m[1, 0]
+    out[6] = m[1, 1]
+    for k in range(4):
+        out[7 + k] = q[k]
+    for k in range(7):
+        out[11 + k] = t[k]
+
+
+def composite_arguments():
+    return [kc.vec3(1.0, 2.0, 3.0), kc.mat22(4.0, 5.0, 6.0, 7.0),
+            kc.quat(8.0, 9.0, 10.0, 11.0), kc.transform(*range(12, 19))]
+
+
+@kc.struct
+class Scale:
+    factor: float
+
+
+@kc.kernel
+def scaled(s: Scale, a: kc.array(dtype=float)):
+    i = kc.tid()
+    a[i] = a[i] * s.factor
+
+
+@pytest.mark.parametrize("index, type_name", [(0, "vec3f"), (1, "mat22f"), (2, "quatf"),
+                                              (3, "transformf")])
+@pytest.mark.parametrize("value", [123, 1.5, kc.float32(1.5), kc.int32(2)])
+def test_a_single_number_for_a_composite_parameter_is_refused(index, type_name, value):
+    args = [*composite_arguments(), kc.zeros(18)]
+    args[index] = value
+    name = composites.arg_names[index]
+    with pytest.raises(RuntimeError, match=f"argument '{name}' expects {type_name} but got a "
+                                           f"single value of type {type(value).__name__}"):
+        kc.launch(composites, 1, inputs=args)
+
+
+def test_composite_parameters_take_values_sequences_and_numpy_arrays():
+    out = poisoned(18, np.float32)
+    expected = np.arange(1.0, 19.0, dtype=np.float32)
+    kc.launch(composites, 1, inputs=[*composite_arguments(), out])
+    np.testing.assert_array_equal(out.numpy(), expected)
+    out.zero_()
+    kc.launch(composites, 1, inputs=[(1, 2, 3), [[4, 5], [6, 7]], np.arange(8.0, 12.0),
+                                     list(range(12, 19)), out])
+    np.testing.assert_array_equal(out.numpy(), expected)
+    with pytest.raises(ValueError, match="Failed to convert argument for param v to vec3f"):
+        kc.launch(composites, 1, inputs=[None, *composite_arguments()[1:], out])
+    with pytest.raises(ValueError, match="Failed to convert argument for param v to vec3f"):
+        kc.launch(composites, 1, inputs=[[1.0, 2.0], *composite_arguments()[1:], out])
+
+
+@pytest.mark.parametrize("value", [True, np.bool_(True), np.float32(1.5), np.int64(3)])
+def test_numpy_scalars_and_booleans_fill_composite_parameters_with_a_warning(value):
+    out = poisoned(18, np.float32)
+    for _ in range(2):  # every launch warns (a deprecated launch is never reused)
+        out.fill_(-1.0)
+        with pytest.warns(DeprecationWarning) as caught:
+            kc.launch(composites, 1, inputs=[value, value, value, value, out])
+        messages = "\n".join(str(w.message) for w in caught)
+        for name, type_name in (("v", "vec3f"), ("m", "mat22f"), ("q", "quatf"),
+                                ("t", "transformf")):
+            assert (f"type `{type(value).__name__}` to the composite type `{type_name}` for "
+                    f"kernel parameter '{name}' is deprecated") in messages
+        np.testing.assert_array_equal(out.numpy(), np.full(18, float(value), np.float32))
+
+
+def test_a_struct_parameter_refuses_none():
+    with pytest.raises(RuntimeError, match="argument 's' expects Scale but got None"):
+        kc.launch(scaled, 1, inputs=[None, kc.zeros(1)])
+
+
+def test_launch_made_from_a_kernel_has_default_arguments():
+    out = poisoned(18, np.float32)
+    cmd = kc.Launch(composites, "cpu")
+    assert isinstance(cmd, kc.Launch) and cmd.size == 0
+    cmd.launch()  # dim 0: nothing runs
+    assert np.isnan(out.numpy()).all()
+    cmd.set_param_by_name("out", out)
+    cmd.set_dim(1)
+    cmd.launch()  # the composite parameters left unset are zero
+    np.testing.assert_array_equal(out.numpy(), np.zeros(18, np.float32))
+    cmd.set_param_at_index(0, (1.0, 2.0, 3.0))
+    cmd.set_param_by_name("t", kc.transform(*range(12, 19)))
+    cmd.launch()
+    np.testing.assert_array_equal(out.numpy(), [1, 2, 3, *[0] * 8, *range(12, 19)])
+    for setter, key in ((cmd.set_param_at_index, 0), (cmd.set_param_by_name, "v")):
+        with pytest.raises(RuntimeError, match="argument 'v' expects vec3f but got a single"):
+            setter(key, 123)
+    with pytest.raises(ValueError, match="record it with adjoint=True"):
+        cmd.set_param_by_name("out", out, adjoint=True)
+
+
+def test_recorded_launch_takes_ctypes_descriptors(rng):
+    data = nonzero(rng, 8, np.float32)
+    a = kc.array(data, dtype=float)
+    s = Scale(factor=2.0)
+    cmd = kc.Launch(scaled, "cpu")
+    cmd.set_param_at_index_from_ctype(0, s.__ctype__())
+    cmd.set_param_by_name_from_ctype("a", a.__ctype__())
+    cmd.set_dim(8)
+    cmd.launch()
+    np.testing.assert_array_equal(a.numpy(), data * 2)
+    s.factor = 3.0  # as in Warp, a struct's descriptor follows the instance
+    cmd.launch()
+    np.testing.assert_array_equal(a.numpy(), data * 6)
+    import ctypes
+
+    class Foreign(ctypes.Structure):
+        _fields_ = [("factor", ctypes.c_float)]
+
+    with pytest.raises(TypeError, match="raw ctypes structures"):
+        cmd.set_param_at_index_from_ctype(0, Foreign(1.0))
+
+
+@kc.kernel
+def squares(x: kc.array(dtype=float), y: kc.array(dtype=float)):
+    i = kc.tid()
+    y[i] = x[i] * x[i]
+
+
+def test_recorded_backward_launch_takes_arguments_and_adjoints():
+    x = kc.array([1.0, 2.0, 3.0], dtype=float, requires_grad=True)
+    y = kc.zeros_like(x, requires_grad=True)
+    y.grad.fill_(1.0)
+    cmd = kc.Launch(squares, "cpu", adjoint=True)
+    cmd.set_param_by_name("x", x)
+    cmd.set_param_by_name("y", y)
+    cmd.set_dim(3)
+    cmd.launch()  # adjoints left None: the arrays' own gradients
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 4, 6])
+    x2 = kc.array([4.0, 5.0, 6.0, 7.0], dtype=float)
+    adj_x2, adj_y2 = kc.zeros_like(x2), kc.full_like(x2, 1.0)
+    cmd.set_param_by_name("x", x2)
+    cmd.set_param_by_name("y", kc.zeros_like(x2))
+    cmd.set_param_by_name("x", adj_x2, adjoint=True)
+    cmd.set_param_at_index(1, adj_y2, adjoint=True)
+    cmd.set_dim(4)
+    cmd.launch()
+    np.testing.assert_array_equal(adj_x2.numpy(), 2 * x2.numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 4, 6])  # untouched
+    with pytest.raises(kc.KernelError, match="argument 'x'"):
+        cmd.set_param_by_name("x", kc.zeros(4, dtype=int))
+    cmd.launch()  # a refused argument leaves the launch as it was
+    np.testing.assert_array_equal(adj_x2.numpy(), 4 * x2.numpy())

@@ -163,3 +163,188 @@ def k(p: Particle):
     with pytest.raises(kc.KernelError, match=message) as info:
         kc.compile(namespace["k"])
     assert "bad_struct_call.py:6" in str(info.value) and "^" in str(info.value)
+
+
+# ---- assigning to fields on the host, checked as in Warp ------------------------------------
+
+
+@kc.struct
+class Fields:
+    values: kc.array(dtype=kc.int32)
+    grid: kc.array2d(dtype=kc.int32)
+    picked: kc.indexedarray(dtype=kc.int32)
+    v: kc.vec3
+    m: kc.mat22
+    q: kc.quat
+    t: kc.transform
+    inner: Inner
+    u8: kc.uint8
+
+
+@kc.kernel
+def k_fields(s: Fields, out: kc.array(dtype=float)):
+    out[0] = float(s.values[1])
+    out[1] = float(s.picked[0])
+    for k in range(3):
+        out[2 + k] = s.v[k]
+    out[5] = s.m[1, 0]
+    out[6] = s.q[3]
+    out[7] = s.t[6]
+    out[8] = float(s.u8)
+
+
+def test_array_fields_take_arrays_of_their_dtype_and_ndim():
+    s = Fields()
+    ints = kc.array(np.array([3, 4, 5], np.int32))
+    cases = [
+        ("values", [1, 2, 3], "Struct field 'values' expects a Warp array, got list"),
+        ("values", np.zeros(3, np.int32), "expects a Warp array, got ndarray"),
+        ("values", kc.indexedarray(ints, [kc.array(np.array([0], np.int32))]),
+         "expects a Warp array, got indexedarray"),
+        ("values", kc.zeros(3, dtype=float),
+         "Struct field 'values' expects dtype int32, got float32"),
+        ("values", kc.zeros((2, 2), dtype=kc.int32),
+         r"Struct field 'values' expects an array with 1 dimension\(s\), got 2 dimension\(s\)"),
+        ("grid", ints, r"expects an array with 2 dimension\(s\), got 1 dimension\(s\)"),
+        ("picked", ints, "Struct field 'picked' expects a Warp indexed array, got array"),
+        ("picked", kc.indexedarray(kc.zeros(3, dtype=float), [None]),
+         "Struct field 'picked' expects dtype int32, got float32"),
+    ]
+    for name, value, message in cases:
+        with pytest.raises(TypeError, match=message):
+            setattr(s, name, value)
+        assert getattr(s, name) is None  # a refused value leaves the field as it was
+    s.values = ints
+    s.picked = kc.indexedarray(ints, [kc.array(np.array([2], np.int32))])
+    out = kc.zeros(9)
+    kc.launch(k_fields, 1, inputs=[s, out])
+    assert out.numpy()[:2].tolist() == [4, 5]
+    s.values = None  # a null array, as in Warp
+    assert s.values is None
+
+
+def test_array_field_keeps_its_gradient_alive_until_replaced():
+    import gc
+    import weakref
+
+    for replacement in (None, kc.zeros(3, dtype=kc.int32)):
+        s = Fields()
+        data = kc.zeros(3, dtype=kc.int32, requires_grad=True)
+        grad = weakref.ref(data.grad)
+        s.values = data
+        assert s._values_grad is grad()
+        del data
+        s.values = replacement
+        gc.collect()
+        assert s._values_grad is None and grad() is None
+
+
+def test_composite_fields_convert_and_copy_what_they_are_given():
+    s = Fields()
+    source = kc.vec3(1.0, 2.0, 3.0)
+    s.v = source
+    source[0] = 9.0  # the field holds a copy, as Warp's struct storage does
+    assert isinstance(s.v, kc.vec3) and s.v.tolist() == [1, 2, 3]
+    for value in ([4, 5, 6], (4.0, 5.0, 6.0), np.array([4.0, 5.0, 6.0])):
+        s.v = value
+        assert isinstance(s.v, kc.vec3) and s.v.tolist() == [4, 5, 6]
+    for value in (((1, 2), (3, 4)), [1, 2, 3, 4], np.array([[1, 2], [3, 4]])):
+        s.m = value
+        assert isinstance(s.m, kc.mat22) and s.m.tolist() == [[1, 2], [3, 4]]
+    s.q = [0.0, 0.0, 0.0, 1.0]
+    s.t = kc.transform(kc.vec3(1.0, 2.0, 3.0), kc.quat(0.0, 0.0, 0.0, 1.0))
+    s.values = kc.zeros(3, dtype=kc.int32)
+    s.picked = kc.indexedarray(s.values, [kc.array(np.array([0], np.int32))])
+    s.u8 = kc.uint8(7)
+    out = kc.zeros(9)
+    kc.launch(k_fields, 1, inputs=[s, out])
+    np.testing.assert_array_equal(out.numpy()[2:], [4, 5, 6, 3, 1, 1, 7])
+    s.v = None  # None is the zero value
+    assert isinstance(s.v, kc.vec3) and not s.v.any()
+    with pytest.raises(TypeError, match="takes 3 components, got 2"):
+        s.v = [1.0, 2.0]
+
+
+@pytest.mark.parametrize("field, type_name", [
+    ("v", "vec3f"), ("m", "mat22f"), ("q", "quatf"), ("t", "transformf")])
+def test_a_single_number_for_a_composite_field_is_refused(field, type_name):
+    s = Fields()
+    before = getattr(s, field).copy()
+    for value in (123, 1.5, kc.float32(1.5), kc.int32(2)):
+        with pytest.raises(TypeError, match=f"Struct field '{field}' expects {type_name} but "
+                                            f"got a single value of type {type(value).__name__}"):
+            setattr(s, field, value)
+        np.testing.assert_array_equal(getattr(s, field), before)
+
+
+@pytest.mark.parametrize("value", [True, np.bool_(True), np.float32(1.5), np.int64(3)])
+def test_numpy_scalars_and_booleans_fill_a_composite_field_with_a_warning(value):
+    s = Fields()
+    for field, type_name in (("v", "vec3f"), ("m", "mat22f"), ("t", "transformf")):
+        with pytest.warns(DeprecationWarning, match=f"type `{type(value).__name__}` to the "
+                          f"composite type `{type_name}` for struct field '{field}' is "
+                          f"deprecated"):
+            setattr(s, field, value)
+        result = np.asarray(getattr(s, field))
+        np.testing.assert_array_equal(result, np.full(result.shape, float(value), np.float32))
+
+
+def test_nested_struct_field_takes_an_instance_of_its_struct():
+    s = Fields()
+    inner = Inner(flag=3)
+    s.inner = inner
+    assert s.inner is inner
+    for value in (None, 3, Body()):
+        with pytest.raises(RuntimeError, match="Struct field 'inner' expects a .*Inner instance"):
+            s.inner = value
+    assert s.inner is inner
+
+
+def test_struct_classes_and_scalar_fields_as_in_warp():
+    assert Fields.cls is Fields and isinstance(Fields(), Fields.cls)
+    s = Fields()
+    assert isinstance(s.u8, kc.uint8) and not isinstance(s.u8, kc.int32)
+    s.u8 = kc.uint8(200)
+    assert isinstance(s.u8, kc.uint8) and int(s.u8) == 200
+    s.u8 = 5  # a Python number stays one
+    assert type(s.u8) is int
+    s.u8 = None
+    assert isinstance(s.u8, kc.uint8) and s.u8 == 0
+    s.note = "not a field"  # other attributes are set as on any object
+    assert s.note == "not a field"
+
+
+def test_a_struct_deriving_from_a_struct_is_refused():
+    @kc.struct
+    class Parent:
+        x: int
+
+    with pytest.raises(RuntimeError, match="Warp structs must be defined as base classes$"):
+        @kc.struct
+        class Child(Parent):
+            y: int
+
+
+def test_module_hash_follows_struct_fields_not_identity(tmp_path):
+    import sys
+    import types
+
+    module = types.ModuleType("kc_struct_hash_probe")
+    module.__file__ = str(tmp_path / "probe.py")
+
+    def redefined(field_type: str) -> str:
+        """The module's hash after (re)defining its struct and kernel."""
+        source = (f"import kernelc as kc\n\n@kc.struct\nclass S:\n    i: {field_type}\n\n"
+                  f"@kc.kernel\ndef k(a: kc.array(dtype=S)):\n    i = kc.tid()\n")
+        (tmp_path / "probe.py").write_text(source)
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        assert module.k.__module__ == module.__name__
+        return kc.get_module(module.k.__module__).hash_module()
+
+    sys.modules[module.__name__] = module
+    try:
+        first = redefined("int")
+        assert redefined("int") == first  # the same fields in a new class: the same hash
+        assert redefined("float") != first
+    finally:
+        del sys.modules[module.__name__]

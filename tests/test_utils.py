@@ -110,7 +110,7 @@ def test_scan_errors():
     with pytest.raises(RuntimeError, match="data types do not match"):
         utils.array_scan(a, kc.zeros(10, dtype=kc.float32))
     for dtype in (kc.uint32, kc.int8, kc.float16):
-        with pytest.raises(TypeError, match="unsupported data type"):
+        with pytest.raises(TypeError, match="Unsupported data type: "):
             utils.array_scan(kc.zeros(4, dtype=dtype), kc.zeros(4, dtype=dtype))
     grid = kc.zeros((8, 8), dtype=kc.int32)
     with pytest.raises(RuntimeError, match="contiguous or one-dimensional"):
@@ -192,13 +192,14 @@ def test_sort_bit_range(rng):
 def test_sort_errors():
     k = kc.zeros(20, dtype=kc.int32)
     v = kc.zeros(20, dtype=kc.int32)
-    with pytest.raises(ValueError, match="2\\*count"):
+    with pytest.raises(ValueError, match="20 keys and 20 values.*2\\*count elements$"):
         utils.radix_sort_pairs(k, v, 11)
     with pytest.raises(ValueError, match="2\\*count"):
         utils.radix_sort_pairs(k, kc.zeros(10, dtype=kc.int32), 6)
     for keys, values in ((kc.zeros(20, dtype=kc.int16), v), (kc.zeros(20, dtype=kc.float16), v),
                          (k, kc.zeros(20, dtype=kc.int8)), (k, kc.zeros(20, dtype=kc.vec3))):
-        with pytest.raises(TypeError, match="Unsupported keys and values data types"):
+        with pytest.raises(TypeError, match="Unsupported keys and values data types: "
+                                            f"{keys.dtype!r}, {values.dtype!r}$"):
             utils.radix_sort_pairs(keys, values, 5)
     with pytest.raises(RuntimeError, match="contiguous keys"):
         utils.radix_sort_pairs(kc.zeros(40, dtype=kc.int32)[::2], v, 5)
@@ -296,9 +297,9 @@ def test_empty_reductions():
 
 def test_reduction_errors():
     a = kc.ones(10, dtype=kc.float32)
-    with pytest.raises(TypeError, match="unsupported data type"):
+    with pytest.raises(TypeError, match="Unsupported data type: "):
         utils.array_sum(kc.ones(10, dtype=kc.int32))
-    with pytest.raises(TypeError, match="unsupported data type"):
+    with pytest.raises(TypeError, match="Unsupported data type: "):
         utils.array_inner(kc.ones(4, dtype=kc.vec3i), kc.ones(4, dtype=kc.vec3i))
     with pytest.raises(RuntimeError, match="should have type"):
         utils.array_sum(a, out=kc.zeros(1, dtype=kc.float64))
@@ -322,6 +323,45 @@ def test_reduction_errors():
     with pytest.raises(RuntimeError, match="should have type float32"):
         utils.array_inner(kc.ones(2, dtype=kc.vec3), kc.ones(2, dtype=kc.vec3),
                           out=kc.zeros(1, dtype=kc.vec3))
+
+
+# ---- array_cast ----------------------------------------------------------------------------
+
+
+def test_cast_element_wise_and_scalar_level(rng):
+    a = nonzero(rng, 3000, np.float64, -1e3, 1e3)
+    out = poisoned(3000, np.int32)
+    utils.array_cast(kc.array(a), out)
+    np.testing.assert_array_equal(out.numpy(), a.astype(np.int32))  # truncation, as C
+    grid = a.reshape(30, 100)
+    out = poisoned((30, 100), np.float32)
+    utils.array_cast(kc.array(grid), out)
+    np.testing.assert_array_equal(out.numpy(), grid.astype(np.float32))
+    # Element shapes or dimensions differ: both are flat runs of scalars, `count` counts
+    # source elements.
+    pairs = kc.array(a.reshape(-1, 2), dtype=kc.vec2d)
+    out = poisoned(3000, np.float32)
+    utils.array_cast(pairs, out, count=100)
+    np.testing.assert_array_equal(out.numpy()[:200], a[:200].astype(np.float32))
+    assert np.isnan(out.numpy()[200:]).all()
+    out = poisoned((1000, 3), np.float32)
+    utils.array_cast(kc.array(a), out)
+    np.testing.assert_array_equal(out.numpy().ravel(), a.astype(np.float32))
+
+
+def test_cast_errors():
+    a = kc.zeros(10, dtype=kc.float32)
+    with pytest.raises(RuntimeError, match=r"Cast count \(10\) exceeds the input size \(10\) or "
+                                           r"output size \(3\)$"):
+        utils.array_cast(a, kc.zeros(3, dtype=kc.int32))
+    with pytest.raises(ValueError, match=r"Cast count \(5\) exceeds the input size \(3\)"):
+        utils.array_cast(a[:3], kc.zeros(10, dtype=kc.int32), count=5)
+    with pytest.raises(ValueError, match=r"Array shapes do not match \(\(2, 3\) vs \(3, 2\)\)$"):
+        utils.array_cast(kc.zeros((2, 3)), kc.zeros((3, 2), dtype=kc.float64))
+    with pytest.raises(ValueError, match="Partial cast is not supported"):
+        utils.array_cast(kc.zeros((2, 2)), kc.zeros((2, 2), dtype=kc.float64), count=1)
+    with pytest.raises(ValueError, match="needs a contiguous in_array"):
+        utils.array_cast(kc.zeros((4, 4))[:, ::2], kc.zeros(8, dtype=kc.float64))
 
 
 # ---- determinism, graphs, imports -----------------------------------------------------------

@@ -1,5 +1,6 @@
-"""`kc.utils` on the CUDA backend: every utility kernel through NVRTC, scan, sort and the
-reductions through the g++ host harness against NumPy, and on a GPU when there is one."""
+"""`kc.utils` on the CUDA backend: every utility kernel through NVRTC, scan, sorts, run-length
+encoding and the reductions through the g++ host harness against NumPy, and on a GPU when
+there is one."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ import pytest
 
 import kernelc as kc
 from kernelc import utils
-from kernelc.utils import _common, reduce, scan, sort
+from kernelc.utils import _common, reduce, scan, segmented_sort, sort
 from tests.conftest import nonzero, poisoned
 from tests.test_utils import assert_scan, random_keys, sort_pairs
+from tests.test_utils_segments import (
+    assert_runs,
+    random_runs,
+    random_segments,
+    segments_reference,
+    sort_segments,
+)
 
 # ---- CUDA: NVRTC and the host harness ---------------------------------------------------------
 
@@ -46,6 +54,12 @@ def _record_specialisations(monkeypatch) -> set:
         a = kc.ones((10, n), dtype=dtype)
         utils.array_sum(a)
         utils.array_inner(a, a, axis=1)
+    utils.runlength_encode(kc.array(bits[:n] % 3, dtype=kc.int32), kc.zeros(n, dtype=kc.int32),
+                           kc.zeros(n, dtype=kc.int32))
+    for key in (kc.int32, kc.float32):
+        utils.segmented_sort_pairs(kc.array(bits.astype(key.np_dtype), dtype=key),
+                                   kc.zeros(2 * n, dtype=kc.int32), n,
+                                   kc.array([0, 40, n], dtype=kc.int32))
     return seen
 
 
@@ -59,7 +73,10 @@ def test_every_utility_kernel_compiles_with_nvrtc(monkeypatch):
     assert kernels == {"array_scan_serial", "array_scan_block_sums", "array_scan_blocks",
                        "radix_sort_flip", "radix_sort_histogram", "radix_sort_scatter",
                        "radix_sort_copy_back",
-                       "array_sum_blocks", "array_sum_total", "array_inner_blocks"}
+                       "array_sum_blocks", "array_sum_total", "array_inner_blocks",
+                       "runlength_block_heads", "runlength_block_starts",
+                       "runlength_block_lengths", "segmented_sort_mark",
+                       "segmented_sort_compose", "segmented_sort_decompose"}
     for kernel, types in specs:
         source = emit_cuda(kernel.get_ir(types), CudaOptions())
         image, fmt = nvrtc.compile_cuda(source.text, 80, name=source.kernel)
@@ -120,6 +137,32 @@ def test_sort_through_the_cuda_harness(rng, through_harness, dtype):
     order = np.argsort(keys, kind="stable")
     np.testing.assert_array_equal(got_keys, keys[order])
     np.testing.assert_array_equal(got_values, order)
+
+
+def test_runlength_encode_through_the_cuda_harness(rng, through_harness):
+    for n in (1, 17, 3001):  # 3001 values: 188 blocks
+        for kind in ("short", "long"):
+            values = random_runs(rng, n, kind)
+            run_values, run_lengths = poisoned(n, np.int32), poisoned(n, np.int32)
+            count = utils.runlength_encode(kc.array(values), run_values, run_lengths)
+            assert_runs(values, run_values, run_lengths, count)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32], ids=lambda d: np.dtype(d).name)
+def test_segmented_sort_through_the_cuda_harness(rng, through_harness, monkeypatch, dtype):
+    # CUDA does not check the ranges on the host: the kernels skip invalid ones.
+    monkeypatch.setattr(segmented_sort.SegmentCheck, "launch", lambda self: None)
+    n = 3001
+    keys = random_keys(rng, n, dtype)
+    keys[::7] = keys[0]  # ties, for stability
+    values = np.arange(n, dtype=np.int32)
+    starts, ends = random_segments(rng, n, 40)
+    starts[:2], ends[:2] = (-1, 5), (3, n + 1)  # invalid ranges: treated as empty
+    got_keys, got_values = sort_segments(keys, values, starts, ends)
+    valid = slice(2, None)
+    want_keys, want_values = segments_reference(keys, values, starts[valid], ends[valid])
+    np.testing.assert_array_equal(got_keys, want_keys)
+    np.testing.assert_array_equal(got_values, want_values)
 
 
 def test_reductions_through_the_cuda_harness(rng, through_harness):

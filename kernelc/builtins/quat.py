@@ -9,6 +9,7 @@ The conversions to and from Euler angles, axis-angle and twists are in `quat_eul
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from kernelc import types as T
 from kernelc.builtins.aggregate import binop, build, comps, dot_values, require
@@ -181,8 +182,17 @@ def _quat_identity(em) -> Value:
     return build(em, quaternion(t), [zero, zero, zero, em.const(1.0, t)])
 
 
-register("quat_identity", GROUP, "The identity rotation (0, 0, 0, 1).",
-         Overload((), args_rule(result="quat"), _quat_identity))
+def _identity_value(make, count: int):
+    def host(dtype: Any = float) -> Any:
+        return make(T.as_type(dtype))(*([0] * (count - 1) + [1]))
+
+    return host
+
+
+register("quat_identity", GROUP, "The identity rotation (0, 0, 0, 1); `dtype=` picks the "
+         "float type (float32 by default).",
+         Overload((), args_rule(result="quat"), _quat_identity),
+         special="quat_identity", host=_identity_value(quaternion, 4))
 
 
 def _from_axis_angle(em, axis: Value, angle: Value) -> Value:
@@ -315,8 +325,10 @@ def _transform_identity(em) -> Value:
     return build(em, transformation(t), [zero] * 6 + [em.const(1.0, t)])
 
 
-register("transform_identity", GROUP, "The identity transform (p = 0, q = identity).",
-         Overload((), args_rule(result="transform"), _transform_identity))
+register("transform_identity", GROUP, "The identity transform (p = 0, q = identity); "
+         "`dtype=` picks the float type (float32 by default).",
+         Overload((), args_rule(result="transform"), _transform_identity),
+         special="transform_identity", host=_identity_value(transformation, 7))
 
 
 def _apply(vector_only: bool):

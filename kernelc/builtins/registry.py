@@ -59,6 +59,14 @@ class Builtin:
     overloads: tuple[Overload, ...]
     # Internal builtins serve kernelc's own library funcs: not exported, not documented.
     public: bool = True
+    # A builtin that also takes a type (`quat_identity(dtype=kc.float64)`): the front end's
+    # special form of this name lowers its calls, and `host` computes it on the host.
+    special: str | None = None
+    host: Callable[..., Any] | None = None
+
+    @property
+    def _kc_special(self) -> str | None:
+        return self.special
 
     def overload_for(self, nargs: int) -> Overload | None:
         for ov in self.overloads:
@@ -86,6 +94,8 @@ class Builtin:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """On the host: the builtin's kernel meaning, compiled once per argument types."""
+        if self.host is not None:
+            return self.host(*args, **kwargs)
         from kernelc.runtime.host_call import call_builtin
 
         return call_builtin(self, args, kwargs)
@@ -98,11 +108,12 @@ BUILTINS: dict[str, Builtin] = {}
 
 
 def register(
-    name: str, group: str, doc: str, *overloads: Overload, public: bool = True
+    name: str, group: str, doc: str, *overloads: Overload, public: bool = True,
+    special: str | None = None, host: Callable[..., Any] | None = None,
 ) -> Builtin:
     if name in BUILTINS:
         raise ValueError(f"builtin {name} registered twice")
-    entry = Builtin(name, group, doc, tuple(overloads), public)
+    entry = Builtin(name, group, doc, tuple(overloads), public, special, host)
     BUILTINS[name] = entry
     return entry
 

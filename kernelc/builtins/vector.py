@@ -159,7 +159,15 @@ def _abs_rule(types, weak):
     return (a,), a
 
 
+def _vector_rule(types, weak):
+    (a,) = types
+    require(isinstance(a, T.VectorType) and a.dtype.kind != "bool",
+            f"expected a numeric vector, got {a!r}")
+    return (a,), a
+
+
 extend("abs", GROUP, "", Overload(("x",), _abs_rule, _cw_builtin("abs")))
+extend("sign", GROUP, "", Overload(("x",), _vector_rule, _cw_builtin("sign")))
 extend("min", GROUP, "", Overload(("a", "b"), _same_aggregates, _cw_builtin("min")))
 extend("max", GROUP, "", Overload(("a", "b"), _same_aggregates, _cw_builtin("max")))
 

@@ -124,6 +124,16 @@ def composite_slice(lowerer: Any, value: Val, index_nodes: list[ast.expr]) -> Va
     """`v[1:3]`, `m[1:, ::2]`, `m[0, 1:]`: a new vector or matrix of the components picked
     by constant indices and slices (Python's rules)."""
     t = value.type
+    flat, result = slice_positions(lowerer, t, index_nodes)
+    b = lowerer.b
+    parts = [b.op(OpCode.EXTRACT, (value.value,), t.dtype, k) for k in flat]
+    return Val(b.op(OpCode.BUILD, parts, result))
+
+
+def slice_positions(lowerer: Any, t: T.VectorType | T.MatrixType,
+                    index_nodes: list[ast.expr]) -> tuple[list[int], T.Type]:
+    """The flat component positions a slice of a `t` picks, in order, and the type of the
+    vector or matrix they make (what `v[1:3]` reads and `v[1:3] = w` writes)."""
     shape = (t.length,) if isinstance(t, T.VectorType) else t.shape
     if len(index_nodes) > len(shape):
         raise KernelError(f"too many indices ({len(index_nodes)}) for a {t!r}")
@@ -141,27 +151,14 @@ def composite_slice(lowerer: Any, value: Val, index_nodes: list[ast.expr]) -> Va
             if not -size <= index < size:
                 raise KernelError(f"index {index} is out of range for a {t!r}")
             axes.append(index % size)
-    kept = [a for a in axes if isinstance(a, list)]
-    if any(not a for a in kept):
-        raise KernelError(f"this slice of a {t!r} has no components")
+    kept = [a for a in axes if isinstance(a, list)]  # an empty slice is a 0-vector, as in Warp
     from kernelc.types_vec import matrix, vector
 
-    b = lowerer.b
     cols = shape[1] if len(shape) == 2 else 1
-
-    def component(pos: tuple[int, ...]) -> Any:
-        flat = pos[0] * cols + pos[1] if len(pos) == 2 else pos[0]
-        return b.op(OpCode.EXTRACT, (value.value,), t.dtype, flat)
-
-    def positions(fixed: list[list[int] | int]) -> list[tuple[int, ...]]:
-        out: list[tuple[int, ...]] = [()]
-        for a in fixed:
-            out = [(*p, i) for p in out for i in (a if isinstance(a, list) else [a])]
-        return out
-
-    parts = [component(p) for p in positions(axes)]
+    positions: list[tuple[int, ...]] = [()]
+    for a in axes:
+        positions = [(*p, i) for p in positions for i in (a if isinstance(a, list) else [a])]
+    flat = [p[0] * cols + p[1] if len(p) == 2 else p[0] for p in positions]
     if len(kept) == 2:
-        result = matrix((len(kept[0]), len(kept[1])), t.dtype)
-    else:
-        result = vector(len(kept[0]), t.dtype)
-    return Val(b.op(OpCode.BUILD, parts, result))
+        return flat, matrix((len(kept[0]), len(kept[1])), t.dtype)
+    return flat, vector(len(kept[0]), t.dtype)

@@ -15,7 +15,7 @@ from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
 from kernelc.ir.nodes import OpCode, Value
-from kernelc.types_vec import matrix, vector
+from kernelc.types_vec import matrix, quaternion, transformation, vector
 
 
 class ConstructLowering:
@@ -33,6 +33,8 @@ class ConstructLowering:
             return Val(value)
         if not isinstance(target, (T.VectorType, T.MatrixType)):
             return super().construct(target, node)
+        if node.keywords:  # transform(p=..., q=...), as on the host
+            return Val(self.transform_from_keywords(target, node))
         args = [self.as_val(self.visit(a), a) for a in node.args]
         return Val(self.build_aggregate(target, args))
 
@@ -66,6 +68,11 @@ class ConstructLowering:
             return self.convert_aggregate(target, args[0])
         if getattr(target, "kind", None) == "transform" and len(args) == 2:
             args = self.transform_parts(target, args)
+        elif (getattr(target, "kind", None) == "quat" and len(args) == 2
+              and isinstance(args[0].type, T.VectorType) and args[0].type.length == 3):
+            # quat(v, w): the imaginary part from a 3-vector, then the real part
+            args = [*self.components_of(vector(3, target.dtype), [args[0]], "(v, w)"),
+                    args[1]]
         elif (target.name.startswith("spatial_vector") and len(args) == 2
               and all(isinstance(a.type, T.VectorType) for a in args)):
             args = self.spatial_parts(target, args)
@@ -105,6 +112,30 @@ class ConstructLowering:
             return v.value
         parts = [self.b.cast(self.b.op(OpCode.EXTRACT, (v.value,), src.dtype, i), target.dtype)
                  for i in range(target.count)]
+        return self.b.op(OpCode.BUILD, parts, target)
+
+    def transform_from_keywords(self, target: T.VectorType, node: ast.Call) -> Value:
+        """`transform(p, q=...)`, `transform(p=...)`: a missing `p` is zero, a missing `q`
+        the identity rotation."""
+        given = dict(zip(("p", "q"), node.args))
+        if len(node.args) > 2:
+            raise KernelError(f"{target!r}() takes p and q when given by keyword")
+        for k in node.keywords:
+            if k.arg not in ("p", "q"):
+                raise KernelError(f"{target!r}() got an unexpected keyword argument '{k.arg}'")
+            if k.arg in given:
+                raise KernelError(f"{target!r}() got multiple values for argument '{k.arg}'")
+            given[k.arg] = k.value
+        dtype = target.dtype
+        zero, one = self.b.const(0, dtype), self.b.const(1, dtype)
+        parts = []
+        for name, part in (("p", vector(3, dtype)), ("q", quaternion(dtype))):
+            if name in given:
+                v = self.coerce(self.as_val(self.visit(given[name]), given[name]), part)
+                parts += [self.b.op(OpCode.EXTRACT, (v.value,), dtype, i)
+                          for i in range(part.length)]
+            else:
+                parts += [zero] * (part.length - 1) + [one if name == "q" else zero]
         return self.b.op(OpCode.BUILD, parts, target)
 
     def transform_parts(self, target: T.VectorType, args: list[Val]) -> list[Val]:
@@ -209,8 +240,49 @@ def identity_form(lowerer, node: ast.Call):
     return Val(identity_value(lowerer.b, n, dtype))
 
 
+def _typed_form(make: Any, what: str):
+    """`kc.types.quaternion(..., dtype=)` / `kc.types.transformation(..., dtype=)` in a
+    kernel: a value (zero, one fill value, components, or a cast of another one)."""
+
+    def form(lowerer, node: ast.Call):
+        kwargs = _keywords(node, ("dtype",), what)
+        args = [lowerer.as_val(lowerer.visit(a), a) for a in node.args]
+        if "dtype" in kwargs:
+            dtype = _dtype_of(lowerer, kwargs, args)
+        elif len(args) == 1 and isinstance(args[0].type, T.VectorType):
+            dtype = args[0].type.dtype
+        else:
+            dtype = _dtype_of(lowerer, kwargs, args)
+        return Val(lowerer.build_aggregate(make(dtype), args))
+
+    return form
+
+
+def _identity_of(what: str):
+    """`kc.quat_identity(dtype=)` and `kc.transform_identity(dtype=)` in a kernel."""
+
+    def form(lowerer, node: ast.Call):
+        kwargs = _keywords(node, ("dtype",), what)
+        if len(node.args) > 1 or (node.args and kwargs):
+            raise KernelError(f"{what}() takes one argument, dtype")
+        if node.args:
+            kwargs["dtype"] = node.args[0]
+        dtype = _dtype_of(lowerer, kwargs, []) if kwargs else T.float32
+        if not dtype.is_float:
+            raise KernelError(f"{what}() needs a float dtype, got {dtype!r}")
+        t = quaternion(dtype) if what == "quat_identity" else transformation(dtype)
+        parts = [lowerer.b.const(0, dtype)] * (t.length - 1) + [lowerer.b.const(1, dtype)]
+        return Val(lowerer.b.op(OpCode.BUILD, parts, t))
+
+    return form
+
+
 SPECIAL_FORMS: dict[str, Any] = {
     "vector": vector_form, "matrix": matrix_form, "identity": identity_form,
+    "quaternion": _typed_form(quaternion, "quaternion"),
+    "transformation": _typed_form(transformation, "transformation"),
+    "quat_identity": _identity_of("quat_identity"),
+    "transform_identity": _identity_of("transform_identity"),
 }
 
 
@@ -224,5 +296,7 @@ def identity(n: int, dtype: Any = float) -> Any:
 
 
 identity._kc_special = "identity"
+quaternion._kc_special = "quaternion"
+transformation._kc_special = "transformation"
 vector._kc_special = "vector"
 matrix._kc_special = "matrix"

@@ -208,6 +208,7 @@ class Kernel(_SourceMixin):
         self.func = func
         self.key = key or f"{func.__module__}.{func.__qualname__}"
         self.__name__ = func.__name__
+        self.__module__ = func.__module__  # as Warp's kernels (`get_module(k.__module__)`)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
         self.options = dict(options or {})

@@ -139,7 +139,12 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             params.append(value)
             value_type = isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType, T.StructType))
             in_place = value_type and (arg.arg in passed or arg.arg in stored_into)
-            if arg.arg in assigned or in_place:  # a parameter the body changes gets a slot
+            if isinstance(t, T.TupleType):  # a tuple argument: one parameter per item
+                params.pop()
+                items = [self.b.new_value(e) for e in t.elements]
+                params += items
+                self.names[arg.arg] = TupleVal(tuple(Val(v) for v in items))
+            elif arg.arg in assigned or in_place:  # a parameter the body changes gets a slot
                 slot = self.b.new_slot(arg.arg, t)
                 self.b.store(slot, value)
                 self.names[arg.arg] = slot
@@ -267,13 +272,22 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             raise KernelError("kernels cannot call other kernels; make it a @kernelc.func")
         if not isinstance(obj, Func):
             return super().call_other(obj, node)
-        args = [self.as_val(self.visit(a), a) for a in node.args]
+        args = [self.func_arg(self.visit(a), a) for a in node.args]
         keywords = {}
         for kw in node.keywords:
             if kw.arg is None:
                 raise KernelError("'**' unpacking is not supported in func calls")
-            keywords[kw.arg] = self.as_val(self.visit(kw.value), kw.value)
+            keywords[kw.arg] = self.func_arg(self.visit(kw.value), kw.value)
         return self.call_func(obj, args, keywords)
+
+    def func_arg(self, value: Any, node: ast.AST) -> Val | TupleArg:
+        """A func argument: a value, or a tuple (literals at their default types), which is
+        passed as one argument per item (`bind_params`)."""
+        if not isinstance(value, TupleVal):
+            return self.as_val(value, node)
+        items = [self.as_val(v, node) for v in value.items]
+        items = tuple(self.coerce(v, v.type) if v.weak else v for v in items)
+        return TupleArg(items, T.TupleType(tuple(v.type for v in items)))
 
     def call_func(self, obj, args: list[Val], keywords: dict[str, Val] | None = None):
         """Calls the @func `obj` with lowered arguments (positional, then by keyword; missing
@@ -287,7 +301,13 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             return lowered
 
         obj, args, param_types = obj.resolve(args, keywords, default)
-        coerced = tuple(self.coerce(a, t).value for a, t in zip(args, param_types))
+        coerced = []
+        for a, t in zip(args, param_types):
+            if isinstance(a, TupleArg):
+                coerced += [v.value for v in a.items]
+            else:
+                coerced.append(self.coerce(a, t).value)
+        coerced = tuple(coerced)
         callee = self.ctx.lower_func(obj, param_types, self.b.loc)
         results = callee.return_types
         if not results:
@@ -299,6 +319,16 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         return TupleVal(tuple(
             Val(self.b.op(OpCode.EXTRACT, (packed,), t, i)) for i, t in enumerate(results)
         ))
+
+
+@dataclass(frozen=True)
+class TupleArg:
+    """A tuple passed to a func: its items, and the tuple type the func is specialised for
+    (read by `Func.resolve` as an argument's `.type` and `.weak`)."""
+
+    items: tuple[Val, ...]
+    type: T.TupleType
+    weak: bool = False
 
 
 def lower_kernel(source: Source, param_types: tuple[T.Type, ...], name: str) -> ir.Module:

@@ -67,11 +67,11 @@ class AggregateLowering:
     def nonscalar_compare(self, op: OpCode, a: Val, b: Val, node: ast.AST) -> Val:
         if op not in (OpCode.EQ, OpCode.NE) or a.type != b.type or not _aggregate(a.type):
             return super().nonscalar_compare(op, a, b, node)
-        equal = None
+        equal = self.b.const(True, T.bool_) if a.type.count == 0 else None  # 0-vectors
         for i in range(a.type.count):
             x, y = self.component(a.value, i), self.component(b.value, i)
             same = self.b.op(OpCode.EQ, (x, y), T.bool_)
-            equal = same if equal is None else self.b.op(OpCode.BITAND, (equal, same), T.bool_)
+            equal = same if i == 0 else self.b.op(OpCode.BITAND, (equal, same), T.bool_)
         if op == OpCode.NE:
             equal = self.b.op(OpCode.NOT, (equal,), T.bool_)
         return Val(equal)
@@ -89,6 +89,10 @@ class AggregateLowering:
             return Val(self.component(base.value, self.field_index(t, attr)))
         if isinstance(t, (T.VectorType, T.MatrixType)) and attr == "dtype":
             return PyObj(t.dtype)  # `v.dtype(0.5)`: Warp's generic code builds scalars so
+        if isinstance(t, T.VectorType) and attr == "length":
+            return self.from_python(t.length, node)  # a compile-time int, as in Warp
+        if isinstance(t, T.MatrixType) and attr == "shape":
+            return self.from_python(tuple(t.shape), node)
         if isinstance(t, T.VectorType):
             if t.kind == "transform" and attr in ("p", "q"):
                 first, n = (0, 3) if attr == "p" else (3, 4)
@@ -171,6 +175,20 @@ class AggregateLowering:
         if isinstance(index, int):
             return self.b.op(OpCode.INSERT, (agg, value), agg.type, index)
         return self.b.op(OpCode.INSERT_DYN, (agg, index, value), agg.type)
+
+    def assign_slice(self, base: Val, index_nodes: list[ast.expr], value: Val,
+                     target: ast.Subscript) -> None:
+        """`v[1:] = w`, `m[0, :2] = r`: the picked components replaced by `value`'s."""
+        from kernelc.frontend.array_views import slice_positions
+
+        flat, part = slice_positions(self, base.type, index_nodes)
+        if value.type != part:
+            raise KernelError(f"cannot assign a {value.type!r} to a slice of a "
+                              f"{base.type!r}: expected a {part!r}")
+        new = base.value
+        for k, position in enumerate(flat):
+            new = self.write_flat(new, position, self.component(value.value, k))
+        self.assign(target.value, Val(new), target)
 
     def assign_component(self, base, indices, value: Val, target: ast.AST) -> None:
         t = base.type if isinstance(base, Val) else None

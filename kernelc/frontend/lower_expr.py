@@ -158,6 +158,10 @@ class ExprLowering:
                 return self.from_python(base.obj[key], node)
             except (KeyError, IndexError, TypeError) as err:
                 raise KernelError(f"indexing {_describe(base.obj)} failed: {err!r}") from None
+        if isinstance(base, TupleVal) and len(index_nodes) == 1:
+            index = self.visit(index_nodes[0])
+            if not (isinstance(index, Val) and isinstance(index.const, int)):
+                return self.tuple_item(base, self.as_val(index, index_nodes[0]))
         if isinstance(base, (ShapeRef, TupleVal)):
             items = base if isinstance(base, TupleVal) else None
             axis = self.static_int(index_nodes[0], "index")
@@ -182,6 +186,22 @@ class ExprLowering:
         if isinstance(base, ArrayView):
             return self.index_array(base, indices)
         return self.value_subscript(base, indices, node)
+
+    def tuple_item(self, base: TupleVal, index: Val) -> Val:
+        """`t[i]` with `i` known only at run time: a select over the items, which must then
+        share one type (an index out of range reads the first item)."""
+        items = [self.as_val(v, None) for v in base.items]
+        items = [self.coerce(v, v.type) if v.weak else v for v in items]
+        if not items or any(v.type != items[0].type for v in items):
+            raise KernelError("a tuple indexed by a run-time value must hold items of one "
+                              "type")
+        if not (isinstance(index.type, T.ScalarType) and index.type.is_int):
+            raise KernelError(f"a tuple index must be an integer, got {index.type!r}")
+        out = items[0].value
+        for k in range(1, len(items)):
+            hit = self.b.op(OpCode.EQ, (index.value, self.b.const(k, index.type)), T.bool_)
+            out = self.b.op(OpCode.SELECT, (hit, items[k].value, out), items[0].type)
+        return Val(out)
 
     def sliced(self, base: Any, index_nodes: list[ast.expr]) -> Val:
         """`a[1:n]`, `a[i, ::2]`: a view of an array (`array_views.py`)."""
@@ -448,7 +468,8 @@ class ExprLowering:
             return self.call_builtin(obj, arg_nodes, node)
         target = T.as_type(obj)
         if target is not None and not isinstance(target, T.ArrayType):
-            if node.keywords and not isinstance(target, T.StructType):
+            if node.keywords and not isinstance(target, T.StructType) and not (
+                    isinstance(target, T.VectorType) and target.kind == "transform"):
                 raise KernelError(f"keyword arguments are not supported when calling "
                                   f"{_describe(obj)}")
             return self.construct(target, node)

@@ -18,6 +18,7 @@ from kernelc.frontend.lower_expr import (
 )
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
+from kernelc.typevars import Constraint
 
 
 class StmtLowering:
@@ -75,6 +76,9 @@ class StmtLowering:
     def assign_subscript(self, target: ast.Subscript, value: Val) -> None:
         base = self.visit(target.value)
         index_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        if (any(isinstance(n, ast.Slice) for n in index_nodes) and isinstance(base, Val)
+                and isinstance(base.type, (T.VectorType, T.MatrixType))):
+            return self.assign_slice(base, index_nodes, value, target)
         indices = tuple(self.index_value(n) for n in index_nodes)
         if isinstance(base, LocalArray):
             if len(indices) != 1:
@@ -273,12 +277,26 @@ class StmtLowering:
             raise KernelError(
                 f"returns {len(vals)} values here but {len(self.return_types)} elsewhere"
             )
+        if any(isinstance(t, Constraint) for t in self.return_types):
+            # `-> kc.Float` (or a generic vector): the first return fixes the concrete type
+            self.return_types = tuple(self.concrete_return(v, t)
+                                      for v, t in zip(vals, self.return_types))
         out = []
         for v, t in zip(vals, self.return_types):
             if v.type != t and not v.weak:
                 raise KernelError(f"returns {v.type!r} here but {t!r} elsewhere")
             out.append(self.coerce(v, t).value)
         self.b.append(ir.Return(self.b.loc, tuple(out)))
+
+    def concrete_return(self, v: Val, t: T.Type) -> T.Type:
+        if not isinstance(t, Constraint):
+            return t
+        got = self.coerce(v, v.type).type if v.weak else v.type
+        if v.weak and not t.admits(got) and t.admits(T.float32):
+            got = T.float32  # a bare literal returned as `-> kc.Float`
+        if not t.admits(got):
+            raise KernelError(f"returns {got!r} but the return annotation is {t!r}")
+        return got
 
     def visit_Assert(self, node: ast.Assert):
         cond = self.truth(self.visit(node.test), node.test)

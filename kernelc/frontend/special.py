@@ -14,7 +14,7 @@ from typing import Any
 from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
-from kernelc.frontend.lower_expr import LocalArray, PyObj
+from kernelc.frontend.lower_expr import LocalArray, PyObj, TupleVal
 from kernelc.ir import nodes as ir
 
 
@@ -72,6 +72,7 @@ def _static(lowerer, node: ast.Call):
     src = lowerer.source
     scope = dict(src.globals)
     scope.update(src.closure)
+    scope.update(_sized_locals(lowerer))
     scope.update(_constant_locals(lowerer))
     try:
         code = compile(ast.Expression(node.args[0]), src.file, "eval")
@@ -90,6 +91,34 @@ def _constant_locals(lowerer) -> dict[str, Any]:
             stores[node.id] = stores.get(node.id, 0) + 1
     return {name: value for name, value in lowerer.first_consts.items()
             if stores.get(name) == 1}
+
+
+class _Sized:
+    """What `kc.static` sees of a local tuple, vector or matrix: its length (`len(t)`),
+    which is known when compiling even though the values are not."""
+
+    def __init__(self, name: str, length: int) -> None:
+        self.name, self.length = name, length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __repr__(self) -> str:
+        return f"<kernel local '{self.name}' of length {self.length}>"
+
+
+def _sized_locals(lowerer) -> dict[str, Any]:
+    out = {}
+    for name, bound in lowerer.names.items():
+        if isinstance(bound, TupleVal):
+            out[name] = _Sized(name, len(bound.items))
+            continue
+        t = getattr(bound, "type", None)
+        if isinstance(t, T.VectorType):
+            out[name] = _Sized(name, t.length)
+        elif isinstance(t, T.MatrixType):
+            out[name] = _Sized(name, t.shape[0])
+    return out
 
 
 _PRINTF_CODES = {
@@ -187,6 +216,9 @@ def _len(lowerer, node: ast.Call):
     v = lowerer.visit(node.args[0])
     if isinstance(v, LocalArray):
         n = v.slot.type.length
+        return Val(lowerer.b.const(n, T.int32), const=n)
+    if isinstance(v, TupleVal):  # a tuple's length is known when compiling, as in Warp
+        n = len(v.items)
         return Val(lowerer.b.const(n, T.int32), const=n)
     v = lowerer.as_val(v, node)
     if isinstance(v.type, (T.ArrayType, T.IndexedArrayType)):

@@ -16,6 +16,7 @@ import numpy as np
 
 from kernelc import types as T
 from kernelc.errors import KernelError
+from kernelc.runtime.struct_fields import install_field_setters
 
 
 def struct(cls: type) -> type:
@@ -34,6 +35,7 @@ def struct(cls: type) -> type:
                               f"({ann!r})")
         fields.append((name, t))
     st = T.StructType(cls.__qualname__, tuple(fields), cls)
+    install_field_setters(cls, st)  # checked host assignments, as in Warp
     cls._kc_type = st
     cls.__init__ = _make_init(st)
     cls.__repr__ = _struct_repr

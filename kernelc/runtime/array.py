@@ -301,6 +301,13 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
             raise AttributeError("__array_interface__ is only defined for CPU arrays")
         return memory.array_interface(self)
 
+    def __ctype__(self) -> Any:
+        """Warp's array descriptor (data pointer, shape, strides) as a ctypes object, which
+        recorded launches take (`Launch.set_param_at_index_from_ctype`)."""
+        from kernelc.runtime.launch_cmd import ctype_descriptor
+
+        return ctype_descriptor(self)
+
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         if self.ptr is None or not self.device.is_cuda:

@@ -24,9 +24,11 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.codegen.cuda_layout import ERROR_SIZE, ArrayArg, ParamLayout
+from kernelc.errors import KernelError
 from kernelc.runtime import cuda, cuda_module
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import ErrorRecord
+from kernelc.runtime.launch_cmd import ParamSetters
 
 DEFAULT_BLOCK_DIM = 256
 from kernelc.runtime.launch import launch_activity  # noqa: E402
@@ -107,7 +109,7 @@ def _arg_value(t: T.Type, value: Any) -> Any:
     return wrapped
 
 
-class CudaLaunch:
+class CudaLaunch(ParamSetters):
     """A CUDA launch with its parameters packed once; `.launch()` reruns it.
 
     Returned by `kc.launch(..., record_cmd=True)` on a CUDA device. The packed buffer and the
@@ -123,6 +125,7 @@ class CudaLaunch:
         self.device = device
         self.stream = stream
         self.values = list(values)  # keeps the arrays alive while their addresses are packed
+        self.recorded = False
         self.size = math.prod(dims)
         self.block_dim = int(block_dim or DEFAULT_BLOCK_DIM)
         if not 1 <= self.block_dim <= 1024:
@@ -146,17 +149,25 @@ class CudaLaunch:
             self.dims, error_ptr, [_arg_value(t, v) for t, v in zip(types, self.values)])
         ctypes.memmove(self.buffer, data, len(data))
 
-    def set_param_at_index(self, index: int, value: Any) -> None:
-        """Replaces one kernel argument (same type) and repacks the same buffer."""
-        self.values[index] = value
-        self.pack()
+    def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
+        """Replaces one kernel argument (checked as by `kc.launch`: same type) and repacks
+        the same buffer. Adjoints are set on backward launches only."""
+        from kernelc.runtime.launch import _in_place_arrays, arg_type
+        from kernelc.runtime.launch_args import filled_composites
+        from kernelc.runtime.launch_cmd import checked_index
 
-    def set_param_by_name(self, name: str, value: Any) -> None:
-        """Replaces the argument of the parameter called `name`."""
-        names = self.kernel.arg_names
-        if name not in names:
-            raise ValueError(f"argument '{name}' not found in kernel '{self.kernel.__name__}'")
-        self.set_param_at_index(names.index(name), value)
+        if adjoint:
+            raise ValueError(f"this launch runs kernel '{self.kernel.__name__}' forward: "
+                             f"record it with adjoint=True to set adjoints")
+        index = checked_index(self.kernel, index)
+        name = self.kernel.arg_names[index]
+        t = arg_type(self.kernel, name, self.kernel.param_types[index], value, self.device)
+        packed = self.compiled.params.fields[index + 1].type
+        if t != packed:
+            raise KernelError(f"argument '{name}': this launch was compiled for {packed!r}, "
+                              f"got {t!r}", self.kernel._param_loc(name), self.kernel.__name__)
+        self.values[index] = filled_composites(_in_place_arrays([value], [t]), [t])[0]
+        self.pack()
 
     def set_params(self, values: Sequence[Any]) -> None:
         """Replaces every argument, in parameter order."""
@@ -178,9 +189,14 @@ class CudaLaunch:
         self.pack()
 
     def launch(self, stream: Any = None) -> None:
-        """Launches on `stream`, else the stream given at record time, else the current one."""
+        """Launches on `stream`, else the stream given at record time, else the current one.
+        A recorded launch with struct arguments packs them again first: as in Warp, changes
+        to a struct instance show up in the launches recorded with it."""
         if self.size == 0:
             return
+        if self.recorded and any(isinstance(field.type, T.StructType)
+                                 for field in self.compiled.params.fields[1:]):
+            self.pack()
         run_cuda(self, stream if stream is not None else self.stream)
 
 
@@ -303,6 +319,7 @@ def launch_cuda(kernel: Any, dims: tuple[int, ...], values: Sequence[Any],
         return None
     cmd = CudaLaunch(kernel, compiled, dims, values, device, stream, block_dim)
     if record_cmd:
+        cmd.recorded = True  # packs its struct arguments again at each launch, as in Warp
         return cmd
     compiled.last = (dims, stream, block_dim, list(values), cmd)
     cmd.launch()

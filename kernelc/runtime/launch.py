@@ -18,6 +18,13 @@ from kernelc.runtime.array_interop import is_torch_tensor
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
 from kernelc.runtime.launch_alias import pick_variant, repick_variant
+from kernelc.runtime.launch_args import (
+    composite_arg_type,
+    filled_composites,
+    fills_composite,
+    struct_arg_type,
+)
+from kernelc.runtime.launch_cmd import ParamSetters, checked_index
 from kernelc.timing.flags import TIMING_KERNEL, TIMING_KERNEL_BUILTIN
 from kernelc.timing.history import JitFlag, launch_record  # noqa: E402
 from kernelc.timing.trace import active_sink
@@ -71,6 +78,8 @@ def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Ty
             return want  # a null array, as Warp allows
         if isinstance(value, np.ndarray) and want is not None and kc_type is None:
             return _numpy_arg_type(want, value, device, fail)
+        if want is None and isinstance(kc_type, (T.VectorType, T.MatrixType)):
+            return kc_type  # a host vector/matrix value (`kc.vec3(...)`) for an `Any`
         if isinstance(value, np.ndarray):
             raise fail("expected a kernelc array, got a numpy.ndarray (wrap it with kc.array)")
         if want is not None and kc_type is None and is_torch_tensor(value):
@@ -83,7 +92,7 @@ def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Ty
         if want is not None:
             raise fail(f"expected {want!r}, got {type(value).__name__}")
         return _scalar_type_of(value, fail)
-    if getattr(want, "kinds", None) is not None:  # kc.Float / kc.Int / kc.Scalar
+    if getattr(want, "admits", None) is not None:  # kc.Float, vector(Any, float), ...
         got = _scalar_type_of(value, fail)
         if not want.admits(got):
             raise fail(f"expected {want!r}, got {type(value).__name__} {value!r}")
@@ -100,6 +109,10 @@ def arg_type(kernel, name: str, want: T.Type | None, value: Any, device) -> T.Ty
         if not ok:
             raise fail(f"expected {want!r}, got {type(value).__name__} {value!r}")
         return want
+    if isinstance(want, T.StructType):
+        return struct_arg_type(kernel, name, want, value, fail)
+    if isinstance(want, (T.VectorType, T.MatrixType)):
+        return composite_arg_type(kernel, name, want, value, fail)
     return _other_arg_type(want, value, fail)
 
 
@@ -169,14 +182,8 @@ def _scalar_type_of(value: Any, fail) -> T.Type:
 
 def _other_arg_type(want: T.Type, value: Any, fail) -> T.Type:
     kc_type = getattr(value, "_kc_type", None)
-    if kc_type == want and (not isinstance(want, T.VectorType) or kc_type.kind == want.kind):
+    if kc_type == want:
         return want
-    if isinstance(want, (T.VectorType, T.MatrixType)) and not isinstance(kc_type, T.StructType):
-        from kernelc.types_vec import as_host_array
-
-        # Plain sequences and arrays of the right shape are accepted, as in Warp.
-        if as_host_array(want, value) is not None:
-            return want
     got = repr(kc_type) if kc_type is not None else type(value).__name__
     raise fail(f"expected {want!r}, got {got}")
 
@@ -218,16 +225,53 @@ def _scalar_bits(t: T.ScalarType, v: Any):
     return int(v) & ((1 << t.bits) - 1) if t.kind == "uint" else int(v)
 
 
-class Launch:
+class Launch(ParamSetters):
     """A launch with its arguments packed once (`record_cmd=True`); `.launch()` reruns it.
+
+    Its arguments are replaced with `set_param_at_index`, `set_param_by_name` (checked as
+    by `kc.launch`), `set_params` and Warp's `set_param_*_from_ctype`, its shape with
+    `set_dim`. Made directly, as Warp's constructor does, it has dim 0 and default
+    arguments (null arrays, zeros, new struct instances) to be set before `.launch()`.
 
     `disjoint` says which variant `compiled` is for these arrays (see `launch_alias.py`):
     True, the one assuming they share no memory; False, the one without; None, the kernel
     makes no such assumption. Replacing an argument checks it again.
     """
 
-    def __init__(self, kernel, compiled: CpuKernel, dims, values, device,
-                 disjoint: bool | None):
+    def __new__(cls, kernel: Any, device: Any = None, *, max_blocks: int = 0,
+                block_dim: int | None = None, adjoint: bool = False):
+        from kernelc.runtime.launch_cmd import record_empty
+
+        return record_empty(kernel, device, adjoint, block_dim)
+
+    def __init__(self, kernel: Any, device: Any = None, *, max_blocks: int = 0,
+                 block_dim: int | None = None, adjoint: bool = False) -> None:
+        """A recorded launch of `kernel` with default arguments (made by `__new__`).
+
+        Args:
+            kernel: A `@kc.kernel` whose parameters have concrete types.
+            device: Where it runs (default: the current device). On a CUDA device the
+                result is the CUDA launch object, with the same methods.
+            max_blocks: Accepted for Warp compatibility.
+            block_dim: The CUDA block size.
+            adjoint: Launch the backward kernel instead: the setters take
+                `adjoint=True` to set an argument's adjoint (an array left None has its
+                own `.grad` as adjoint).
+        """
+
+    @classmethod
+    def packed(cls, kernel, compiled: CpuKernel, dims, values, device,
+               disjoint: bool | None, recorded: bool = False) -> Launch:
+        """The launch of `compiled` with these checked arguments, packed. A `recorded` one
+        (returned to the user) packs its struct arguments again at each `.launch()`: as
+        in Warp, changes to a struct instance show up in the launches recorded with it."""
+        self = object.__new__(cls)
+        self.recorded = recorded
+        self._setup(kernel, compiled, dims, values, device, disjoint)
+        return self
+
+    def _setup(self, kernel, compiled: CpuKernel, dims, values, device,
+               disjoint: bool | None) -> None:
         self.kernel = kernel
         self.compiled = compiled
         self.disjoint = disjoint
@@ -241,30 +285,22 @@ class Launch:
         self.thread = threading.get_ident()
         self._repack(recheck=False)
 
-    def set_param_at_index(self, index: int, value: Any) -> None:
+    def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
         """Replaces argument `index`; the value must have the type the launch was
-        compiled for (a NumPy array is used in place, as by `launch`)."""
-        names = self.kernel.arg_names
-        if not -len(names) <= index < len(names):
-            raise IndexError(f"kernel '{self.kernel.__name__}' has {len(names)} parameters, "
-                             f"no index {index}")
-        index %= len(names)
-        name = names[index]
+        compiled for (a NumPy array is used in place, as by `launch`). Adjoints are set on
+        backward launches only (`adjoint=True` when recording)."""
+        if adjoint:
+            raise ValueError(f"this launch runs kernel '{self.kernel.__name__}' forward: "
+                             f"record it with adjoint=True to set adjoints")
+        index = checked_index(self.kernel, index)
+        name = self.kernel.arg_names[index]
         t = arg_type(self.kernel, name, self.kernel.param_types[index], value, self.device)
         if t != self.compiled.params[index]:
             raise KernelError(f"argument '{name}': this launch was compiled for "
                               f"{self.compiled.params[index]!r}, got {t!r}",
                               self.kernel._param_loc(name), self.kernel.__name__)
-        self.values[index] = _in_place_arrays([value], [t])[0]
+        self.values[index] = filled_composites(_in_place_arrays([value], [t]), [t])[0]
         self._repack()
-
-    def set_param_by_name(self, name: str, value: Any) -> None:
-        """Replaces the argument of the parameter called `name` (see `set_param_at_index`)."""
-        names = self.kernel.arg_names
-        if name not in names:
-            raise ValueError(f"argument '{name}' not found in kernel '{self.kernel.__name__}' "
-                             f"(parameters: {', '.join(names)})")
-        self.set_param_at_index(names.index(name), value)
 
     def set_params(self, values: Sequence[Any]) -> None:
         """Replaces every argument, in parameter order."""
@@ -311,6 +347,15 @@ class Launch:
     def launch(self) -> None:
         if self.size == 0:
             return
+        if self.recorded and self.values is not None:
+            for i in self.by_value:
+                t = self.compiled.params[i]
+                if isinstance(t, T.StructType):
+                    from kernelc.frontend.struct import struct_bytes
+
+                    data = struct_bytes(t, self.values[i])
+                    offset = getattr(type(self.args), f"p{i}").offset
+                    ctypes.memmove(self._args_ptr + offset, data, len(data))
         run_cpu(self.kernel, self.variant, self._args_ptr, self.size, self.error, self.dims,
                 self.device, self.expand, self.in_order)
 
@@ -424,6 +469,11 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() needs a @kernelc.kernel, got {type(kernel).__name__}")
     if adjoint:
+        if record_cmd:
+            from kernelc.runtime.launch_cmd import AdjointLaunch
+
+            return AdjointLaunch(kernel, dim, [*inputs, *outputs], [*adj_inputs, *adj_outputs],
+                                 device, stream, block_dim)
         return _launch_adjoint(kernel, dim, [*inputs, *outputs], [*adj_inputs, *adj_outputs],
                                device, stream, record_cmd, block_dim)
     values = [*inputs, *outputs]
@@ -435,8 +485,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
         # in place of old ones (repacked in place): reuse the packing.
         cmd = last.cmd
         if record_cmd:
-            recorded = Launch(kernel, cmd.compiled, cmd.dims, cmd.values, cmd.device,
-                              cmd.disjoint)
+            recorded = Launch.packed(kernel, cmd.compiled, cmd.dims, cmd.values, cmd.device,
+                                     cmd.disjoint, recorded=True)
             last.park(kernel)
             return recorded
         try:
@@ -461,7 +511,10 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     cmd = _prepare(kernel, dims, values, types, dev, stream, block_dim, record_cmd)
     if record_cmd:
         return cmd
-    if cmd is not None:  # a CPU launch (launch_cuda has already run a CUDA one)
+    if cmd is not None and fills_composite(values, types):
+        kernel.last_launch = None  # deprecated: checked (and warned about) at every launch
+        _run_or_capture(kernel, cmd)
+    elif cmd is not None:  # a CPU launch (launch_cuda has already run a CUDA one)
         # Remembered for reuse without keeping its arrays alive; identity checks above
         # make reuse safe.
         memo = kernel.last_launch = LaunchMemo(dim, device, config.mode, values, cmd)
@@ -486,7 +539,7 @@ def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[
              dev, stream: Any, block_dim: int | None, record_cmd: bool):
     """The checked launch of `kernel` on `dev`: a `Launch` on the CPU (not run yet); on
     CUDA, the command if `record_cmd`, else None once it has run."""
-    arrays = _in_place_arrays(values, types)
+    arrays = filled_composites(_in_place_arrays(values, types), types)
     if not dev.is_cpu:
         from kernelc.runtime.cuda_launch import launch_cuda
 
@@ -496,7 +549,7 @@ def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[
     names = kernel.arg_names
     _check_strides(kernel, names, types, arrays)
     compiled, disjoint = pick_variant(kernel, types, arrays)
-    return Launch(kernel, compiled, dims, arrays, dev, disjoint)
+    return Launch.packed(kernel, compiled, dims, arrays, dev, disjoint, record_cmd)
 
 
 def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], device: Any,

@@ -153,21 +153,49 @@ class Module(str):
             k.forget_compiled()
 
     def hash_module(self) -> str:
-        """A hash of the module's kernels (name and Python source), in hex."""
+        """A hash of the module's kernels, in hex: each one's key, Python source and
+        parameter types, a struct by its name and fields (so a struct redefined with the
+        same fields hashes the same, and one whose fields changed does not)."""
         import hashlib
         import inspect
 
-        digest = hashlib.sha256()
-        for k in sorted(self.kernels, key=lambda k: k.key):
-            digest.update(k.key.encode())
+        from kernelc.errors import KernelError
+
+        parts = []
+        for k in self.kernels:
             try:
-                digest.update(inspect.getsource(k.func).encode())
+                source = inspect.getsource(k.func)
             except (OSError, TypeError):
-                pass
+                source = ""
+            try:
+                params = ",".join(type_code(t) for t in k.param_types)
+            except KernelError:  # an annotation that is no kernelc type
+                params = repr(k.annotations)
+            parts.append(f"{k.key}\n{params}\n{source}")
+        digest = hashlib.sha256()
+        for part in sorted(parts):
+            digest.update(part.encode())
         return digest.hexdigest()
 
     def __repr__(self) -> str:
         return f"<kernelc.Module {str(self)!r}>"
+
+
+def type_code(t: Any) -> str:
+    """A description of the type `t` for hashing: structs by name and fields, never by the
+    identity of their Python class."""
+    from kernelc import types as T
+
+    if t is None:
+        return "Any"
+    if isinstance(t, T.StructType):
+        fields = ";".join(f"{name}:{type_code(ft)}" for name, ft in t.fields)
+        return f"struct {t.name}{{{fields}}}"
+    if isinstance(t, (T.ArrayType, T.IndexedArrayType)):
+        return f"{type(t).__name__}({t.ndim},{type_code(t.dtype)})"
+    if isinstance(t, T.VectorType):
+        return f"{t.kind}({t.length},{t.dtype!r})"
+    return repr(t)
 
 
 def get_module(name: str | None = None) -> Module:

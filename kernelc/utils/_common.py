@@ -61,8 +61,8 @@ def scalar_type(dtype: T.Type, allowed: tuple[T.ScalarType, ...], what: str) -> 
     scalar = dtype.dtype if isinstance(dtype, (T.VectorType, T.MatrixType)) else dtype
     if scalar not in allowed:
         names = ", ".join(t.name for t in allowed)
-        raise UtilsTypeError(f"{what}: unsupported data type {dtype!r} (the scalar type "
-                             f"must be one of {names})")
+        raise UtilsTypeError(f"{what} takes scalar types {names}. Unsupported data type: "
+                             f"{dtype!r}")
     return scalar
 
 

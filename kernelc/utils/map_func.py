@@ -9,6 +9,7 @@ the code object's first line whose body spans the code's instruction positions.
 from __future__ import annotations
 
 import ast
+import hashlib
 import inspect
 import linecache
 import sys
@@ -117,6 +118,43 @@ class PythonFunc(Func):
         # Every parameter is generic: specialised for the element types of each map.
         self.__dict__["annotations"] = {name: typing.Any for name in
                                         inspect.signature(fn).parameters}
+
+
+def create_warp_function(func: types.FunctionType) -> tuple[Func, Any]:
+    """Makes a generic `kc.func` of a Python function or lambda (Warp's
+    `wp.utils.create_warp_function`, what `kc.map` does with Python functions).
+
+    Every parameter is generic (`typing.Any`). On the host the result calls `func`; in
+    kernels it compiles `func`'s source (a lambda's from its file, as `kc.map` reads it).
+
+    Args:
+        func: A Python function or lambda defined in a file.
+
+    Returns:
+        The func and its module (`kc.get_module("map_" + key)`). The func's `key` is the
+        function's qualified name with `.`, spaces and `<>` replaced, or for a lambda
+        `func_` and the first 16 hex digits of the SHA-256 of its body's source, the same
+        in every process.
+
+    Raises:
+        TypeError: `func` is not a Python function.
+        KernelError: A lambda's source cannot be read.
+    """
+    from kernelc.runtime.module import get_module
+
+    if not isinstance(func, types.FunctionType):
+        raise TypeError(f"create_warp_function() takes a Python function, got "
+                        f"{type(func).__name__}")
+    made = PythonFunc(func)
+    if func.__name__ == "<lambda>":
+        body = ast.unparse(made.source.tree.body[0].value)
+        key = f"func_{hashlib.sha256(body.encode()).hexdigest()[:16]}"
+    else:
+        key = func.__qualname__
+        for old, new in ((".", "_"), (" ", "_"), ("<", ""), (">", "_")):
+            key = key.replace(old, new)
+    made.key = key
+    return made, get_module(f"map_{key}")
 
 
 def python_key(fn: types.FunctionType) -> Hashable:

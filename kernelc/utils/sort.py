@@ -34,7 +34,7 @@ RADIX_BITS = 8
 RADIX = 1 << RADIX_BITS
 
 # key dtype -> (its bits as, flip for a negative pattern, flip for a non-negative one)
-_KEYS = {
+KEY_FLIPS = {
     T.int32: (T.uint32, 0x80000000, 0x80000000),
     T.uint32: (T.uint32, 0, 0),
     T.float32: (T.uint32, 0xFFFFFFFF, 0x80000000),
@@ -132,19 +132,20 @@ def radix_sort_pairs(keys: Any, values: Any, count: int, begin_bit: int = 0,
         return
     C.check_count(2 * count, "radix_sort_pairs")
     if keys.size < 2 * count or values.size < 2 * count:
-        raise C.UtilsValueError("Keys and values array storage must be large enough to "
-                                f"contain 2*count elements (count={count}, keys: "
-                                f"{keys.size}, values: {values.size})")
+        raise C.UtilsValueError(f"radix_sort_pairs() of {count} pairs got {keys.size} keys "
+                                f"and {values.size} values. Keys and values array storage "
+                                f"must be large enough to contain 2*count elements")
     dtypes = f"{keys.dtype!r}, {values.dtype!r}"
-    if keys.dtype not in _KEYS or values.dtype.size not in _VALUE_BITS:
-        raise C.UtilsTypeError(f"Unsupported keys and values data types: {dtypes} (keys: "
-                               f"int32, uint32, float32, int64, uint64 or float64; values: "
-                               f"any type of 4 or 8 bytes)")
+    if keys.dtype not in KEY_FLIPS or values.dtype.size not in _VALUE_BITS:
+        raise C.UtilsTypeError(f"radix_sort_pairs() takes keys of int32, uint32, float32, "
+                               f"int64, uint64 or float64 and values of any 4- or 8-byte "
+                               f"type. Unsupported keys and values data types: {dtypes}")
     for name, arr in (("keys", keys), ("values", values)):
         if not arr.is_contiguous:
             raise C.UtilsValueError(f"radix_sort_pairs() requires a contiguous {name} "
-                                    f"array, got a non-contiguous one ({dtypes})")
-    bits, neg_flip, pos_flip = _KEYS[keys.dtype]
+                                    f"array, got non-contiguous {name} with data types: "
+                                    f"{dtypes}")
+    bits, neg_flip, pos_flip = KEY_FLIPS[keys.dtype]
     width = bits.bits
     end_bit = width if end_bit is None else end_bit
     if not isinstance(begin_bit, int) or not isinstance(end_bit, int):
@@ -159,7 +160,7 @@ def radix_sort_pairs(keys: Any, values: Any, count: int, begin_bit: int = 0,
     top = bits(width - 1)
     if neg_flip:  # signed and float keys: sorted as order-preserving unsigned radix keys
         C.launch(radix_sort_flip, count, [k, top, bits(neg_flip), bits(pos_flip)], device)
-    _sort(k, v, count, range(begin_bit, end_bit, RADIX_BITS), end_bit, device)
+    sort_passes(k, v, count, range(begin_bit, end_bit, RADIX_BITS), end_bit, device)
     if neg_flip:
         C.launch(radix_sort_flip, count, [k, top, bits(pos_flip), bits(neg_flip)], device)
 
@@ -174,7 +175,10 @@ def _count(count: Any) -> int:
     return n
 
 
-def _sort(keys: Any, values: Any, n: int, shifts: range, end_bit: int, device: Any) -> None:
+def sort_passes(keys: Any, values: Any, n: int, shifts: range, end_bit: int,
+                device: Any) -> None:
+    """Sorts the first `n` pairs of the unsigned radix keys `keys` (2n long, as `values`)
+    stably by the digits at `shifts` (below `end_bit`); the result is in the first half."""
     bits = keys.dtype
     block = block_size(n, device)
     blocks = C.cdiv(n, block)
