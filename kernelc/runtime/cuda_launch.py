@@ -24,7 +24,6 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.codegen.cuda_layout import ERROR_SIZE, ArrayArg, ParamLayout
-from kernelc.errors import KernelError
 from kernelc.runtime import cuda, cuda_module
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import ErrorRecord
@@ -152,21 +151,10 @@ class CudaLaunch(ParamSetters):
     def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
         """Replaces one kernel argument (checked as by `kc.launch`: same type) and repacks
         the same buffer. Adjoints are set on backward launches only."""
-        from kernelc.runtime.launch import _in_place_arrays, arg_type
-        from kernelc.runtime.launch_args import filled_composites
-        from kernelc.runtime.launch_cmd import checked_index
+        from kernelc.runtime.launch_cmd import forward_argument
 
-        if adjoint:
-            raise ValueError(f"this launch runs kernel '{self.kernel.__name__}' forward: "
-                             f"record it with adjoint=True to set adjoints")
-        index = checked_index(self.kernel, index)
-        name = self.kernel.arg_names[index]
-        t = arg_type(self.kernel, name, self.kernel.param_types[index], value, self.device)
-        packed = self.compiled.params.fields[index + 1].type
-        if t != packed:
-            raise KernelError(f"argument '{name}': this launch was compiled for {packed!r}, "
-                              f"got {t!r}", self.kernel._param_loc(name), self.kernel.__name__)
-        self.values[index] = filled_composites(_in_place_arrays([value], [t]), [t])[0]
+        index, self.values[index] = forward_argument(
+            self, index, value, adjoint, lambda k: self.compiled.params.fields[k + 1].type)
         self.pack()
 
     def set_params(self, values: Sequence[Any]) -> None:

@@ -24,7 +24,7 @@ from kernelc.runtime.launch_args import (
     fills_composite,
     struct_arg_type,
 )
-from kernelc.runtime.launch_cmd import ParamSetters, checked_index
+from kernelc.runtime.launch_cmd import ParamSetters, forward_argument
 from kernelc.timing.flags import TIMING_KERNEL, TIMING_KERNEL_BUILTIN
 from kernelc.timing.history import JitFlag, launch_record  # noqa: E402
 from kernelc.timing.trace import active_sink
@@ -289,17 +289,8 @@ class Launch(ParamSetters):
         """Replaces argument `index`; the value must have the type the launch was
         compiled for (a NumPy array is used in place, as by `launch`). Adjoints are set on
         backward launches only (`adjoint=True` when recording)."""
-        if adjoint:
-            raise ValueError(f"this launch runs kernel '{self.kernel.__name__}' forward: "
-                             f"record it with adjoint=True to set adjoints")
-        index = checked_index(self.kernel, index)
-        name = self.kernel.arg_names[index]
-        t = arg_type(self.kernel, name, self.kernel.param_types[index], value, self.device)
-        if t != self.compiled.params[index]:
-            raise KernelError(f"argument '{name}': this launch was compiled for "
-                              f"{self.compiled.params[index]!r}, got {t!r}",
-                              self.kernel._param_loc(name), self.kernel.__name__)
-        self.values[index] = filled_composites(_in_place_arrays([value], [t]), [t])[0]
+        index, self.values[index] = forward_argument(
+            self, index, value, adjoint, lambda k: self.compiled.params[k])
         self._repack()
 
     def set_params(self, values: Sequence[Any]) -> None:

@@ -87,6 +87,29 @@ def checked_index(kernel: Any, index: int) -> int:
     return index % count
 
 
+def forward_argument(launch: Any, index: int, value: Any, adjoint: bool,
+                     compiled_type: Any) -> tuple[int, Any]:
+    """(parameter index, value as packed) for `set_param_at_index` of a forward launch:
+    checked as by `kc.launch`, and of the type `compiled_type(index)` the launch was
+    compiled for."""
+    from kernelc.errors import KernelError
+    from kernelc.runtime.launch import _in_place_arrays, arg_type
+    from kernelc.runtime.launch_args import filled_composites
+
+    kernel = launch.kernel
+    if adjoint:
+        raise ValueError(f"this launch runs kernel '{kernel.__name__}' forward: "
+                         f"record it with adjoint=True to set adjoints")
+    index = checked_index(kernel, index)
+    name = kernel.arg_names[index]
+    t = arg_type(kernel, name, kernel.param_types[index], value, launch.device)
+    packed = compiled_type(index)
+    if t != packed:
+        raise KernelError(f"argument '{name}': this launch was compiled for {packed!r}, "
+                          f"got {t!r}", kernel._param_loc(name), kernel.__name__)
+    return index, filled_composites(_in_place_arrays([value], [t]), [t])[0]
+
+
 def default_arguments(kernel: Any) -> list[Any]:
     """The argument Warp's `Launch(kernel, device)` packs for each parameter of `kernel`:
     None (a null array) for arrays, a zero for scalars, vectors and matrices, a new
