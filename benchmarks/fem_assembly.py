@@ -51,22 +51,22 @@ def linear():
 
 bilinear(); linear()  # compiles
 kernel_ms, whole, vector_kernel, vector = [], [], [], []
-for _ in range(repeat):
-    with wp.ScopedTimer("assembly", print=False, cuda_filter=wp.TIMING_KERNEL,
+
+
+def timed(form, kernel_name, total, kernel_times):
+    with wp.ScopedTimer(kernel_name, print=False, cuda_filter=wp.TIMING_KERNEL,
                         synchronize=True) as timer:
-        bilinear()
-    whole.append(timer.elapsed)
+        form()
+    total.append(timer.elapsed)
     # (Warp times kernel activity on CUDA devices only: no results on the CPU)
-    found = [r.elapsed for r in timer.timing_results if "integrate_bilinear" in r.name]
+    found = [r.elapsed for r in timer.timing_results if kernel_name in r.name]
     if found:
-        kernel_ms.append(sum(found))
-    with wp.ScopedTimer("load", print=False, cuda_filter=wp.TIMING_KERNEL,
-                        synchronize=True) as timer:
-        linear()
-    vector.append(timer.elapsed)
-    found = [r.elapsed for r in timer.timing_results if "integrate_linear" in r.name]
-    if found:
-        vector_kernel.append(sum(found))
+        kernel_times.append(sum(found))
+
+
+for _ in range(repeat):
+    timed(bilinear, "integrate_bilinear", whole, kernel_ms)
+    timed(linear, "integrate_linear", vector, vector_kernel)
 
 
 def median(times):

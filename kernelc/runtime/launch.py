@@ -24,7 +24,7 @@ from kernelc.runtime.launch_args import (
     fills_composite,
     struct_arg_type,
 )
-from kernelc.runtime.launch_cmd import ParamSetters, forward_argument
+from kernelc.runtime.launch_cmd import ParamSetters, forward_argument, launch_adjoint
 from kernelc.timing.flags import TIMING_KERNEL, TIMING_KERNEL_BUILTIN
 from kernelc.timing.history import JitFlag, launch_record  # noqa: E402
 from kernelc.timing.trace import active_sink
@@ -465,8 +465,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
 
             return AdjointLaunch(kernel, dim, [*inputs, *outputs], [*adj_inputs, *adj_outputs],
                                  device, stream, block_dim)
-        return _launch_adjoint(kernel, dim, [*inputs, *outputs], [*adj_inputs, *adj_outputs],
-                               device, stream, record_cmd, block_dim)
+        return launch_adjoint(kernel, dim, [*inputs, *outputs], [*adj_inputs, *adj_outputs],
+                              device, stream, record_cmd, block_dim)
     values = [*inputs, *outputs]
     last = kernel.last_launch
     if last is not None and last.dim == dim and last.device is device \
@@ -543,54 +543,6 @@ def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[
     return Launch.packed(kernel, compiled, dims, arrays, dev, disjoint, record_cmd)
 
 
-def _launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], device: Any,
-                    stream: Any, record_cmd: bool, block_dim: int | None):
-    """`launch(adjoint=True)`: runs the backward kernel of `kernel` (see `launch`)."""
-    from kernelc.autodiff.kernel import adjoint_kernel, launch_facts
-    from kernelc.autodiff.tape import adjoint_arguments, backward_disabled_by
-    from kernelc.runtime.device import get_device
-
-    disabled = backward_disabled_by(kernel)
-    if disabled:
-        raise RuntimeError(f"kernel '{kernel.__name__}' has no backward kernel: {disabled} "
-                           f"sets enable_backward=False")
-    backward = adjoint_kernel(kernel)
-    if not record_cmd and rerun_adjoint(backward, dim, device, values, adjoints):
-        return None
-    dims = normalize_dim(kernel, dim)
-    names = kernel.arg_names
-    if len(values) != len(names) or len(adjoints) > len(names):
-        raise KernelError(
-            f"the backward launch of kernel '{kernel.__name__}' takes {len(names)} arguments "
-            f"({', '.join(names)}) and at most as many adjoints; {len(values)} arguments and "
-            f"{len(adjoints)} adjoints given", kernel.source.loc(kernel.source.tree),
-            kernel.__name__)
-    dev = get_device(device)
-    types = tuple(arg_type(kernel, n, w, v, dev)
-                  for n, w, v in zip(names, kernel.param_types, values))
-    given = list(adjoints)
-    adjoints = [*adjoints, *[None] * (len(names) - len(adjoints))]
-    adj_values, mask = adjoint_arguments(values, types, adjoints)
-    for name, t, v in zip(names, types, adj_values):
-        if v is not None:  # the adjoint of an array must be an array of the same type
-            arg_type(backward, f"adj_{name}", t, v, dev)
-    full = [*values, *adj_values, mask]
-    # The kernel run is specialised on what the adjoint arguments fix (which gradient
-    # arrays exist, the store mask); `backward` keeps the launch memo.
-    special = adjoint_kernel(kernel, launch_facts(types, adj_values, mask))
-    cmd = _prepare(special, dims, full, (*types, *types, T.uint64), dev, stream, block_dim,
-                   record_cmd)
-    if record_cmd or cmd is None:
-        return cmd
-    memo = backward.last_launch = LaunchMemo(dim, device, config.mode, full, cmd)
-    backward.last_adjoints = (held_weakly(given), held_weakly(adj_values), mask)
-    try:
-        _run_or_capture(backward, cmd)
-    finally:
-        memo.park(backward)
-    return None
-
-
 def _run_or_capture(kernel, cmd: Launch) -> None:
     capture = get_runtime().extras.get("capture")
     if capture is not None and capture.intercept(cmd):  # a CPU graph capture records it
@@ -618,7 +570,5 @@ def _check_strides(kernel, names, types, values) -> None:
 # The reuse of a launch's packing (imported last: it refers back to this module).
 from kernelc.runtime.launch_reuse import (  # noqa: E402
     LaunchMemo,
-    held_weakly,
-    rerun_adjoint,
     same_or_repacked,
 )

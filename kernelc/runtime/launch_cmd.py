@@ -170,9 +170,8 @@ class AdjointLaunch(ParamSetters):
         return math.prod(self.dims)
 
     def _pack(self) -> Any:
-        from kernelc.runtime.launch import _launch_adjoint
 
-        return _launch_adjoint(self.kernel, self.dims, self.values, self.adjoints,
+        return launch_adjoint(self.kernel, self.dims, self.values, self.adjoints,
                                self.device, self.stream, True, self.block_dim)
 
     def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
@@ -212,3 +211,55 @@ class AdjointLaunch(ParamSetters):
             self.packed.launch()
         else:
             self.packed.launch(stream)
+
+
+def launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], device: Any,
+                    stream: Any, record_cmd: bool, block_dim: int | None):
+    """`launch(adjoint=True)`: runs the backward kernel of `kernel` (see `launch`)."""
+    from kernelc.autodiff.kernel import adjoint_kernel, launch_facts
+    from kernelc.autodiff.tape import adjoint_arguments, backward_disabled_by
+    from kernelc.config import config
+    from kernelc.errors import KernelError
+    from kernelc.runtime.device import get_device
+    from kernelc.runtime.launch import _prepare, _run_or_capture, arg_type, normalize_dim
+    from kernelc.runtime.launch_reuse import LaunchMemo, held_weakly, rerun_adjoint
+
+    disabled = backward_disabled_by(kernel)
+    if disabled:
+        raise RuntimeError(f"kernel '{kernel.__name__}' has no backward kernel: {disabled} "
+                           f"sets enable_backward=False")
+    backward = adjoint_kernel(kernel)
+    if not record_cmd and rerun_adjoint(backward, dim, device, values, adjoints):
+        return None
+    dims = normalize_dim(kernel, dim)
+    names = kernel.arg_names
+    if len(values) != len(names) or len(adjoints) > len(names):
+        raise KernelError(
+            f"the backward launch of kernel '{kernel.__name__}' takes {len(names)} arguments "
+            f"({', '.join(names)}) and at most as many adjoints; {len(values)} arguments and "
+            f"{len(adjoints)} adjoints given", kernel.source.loc(kernel.source.tree),
+            kernel.__name__)
+    dev = get_device(device)
+    types = tuple(arg_type(kernel, n, w, v, dev)
+                  for n, w, v in zip(names, kernel.param_types, values))
+    given = list(adjoints)
+    adjoints = [*adjoints, *[None] * (len(names) - len(adjoints))]
+    adj_values, mask = adjoint_arguments(values, types, adjoints)
+    for name, t, v in zip(names, types, adj_values):
+        if v is not None:  # the adjoint of an array must be an array of the same type
+            arg_type(backward, f"adj_{name}", t, v, dev)
+    full = [*values, *adj_values, mask]
+    # The kernel run is specialised on what the adjoint arguments fix (which gradient
+    # arrays exist, the store mask); `backward` keeps the launch memo.
+    special = adjoint_kernel(kernel, launch_facts(types, adj_values, mask))
+    cmd = _prepare(special, dims, full, (*types, *types, T.uint64), dev, stream, block_dim,
+                   record_cmd)
+    if record_cmd or cmd is None:
+        return cmd
+    memo = backward.last_launch = LaunchMemo(dim, device, config.mode, full, cmd)
+    backward.last_adjoints = (held_weakly(given), held_weakly(adj_values), mask)
+    try:
+        _run_or_capture(backward, cmd)
+    finally:
+        memo.park(backward)
+    return None
