@@ -222,6 +222,26 @@ class HostValue(np.ndarray):
     def __bool__(self) -> bool:
         return True  # as Warp's vectors and matrices (sequences that are never empty)
 
+    def __str__(self) -> str:
+        """As Warp prints its values: `[1.0, 2.0, 3.5]`, a matrix one row per line."""
+        if self.ndim == 1:
+            return "[" + ", ".join(str(x) for x in _components(self)) + "]"
+        if self.ndim == 2:
+            return "[" + ",\n ".join(str(HostValue.__str__(row)) for row in self) + "]"
+        return str(np.asarray(self))
+
+    def __repr__(self) -> str:
+        """Warp's spelling: `vec3f([1.0, 2.0, 3.5])`, `mat22f([[1.0, 2.0], [3.0, 4.0]])`."""
+        t = self._kc_type
+        if t is None or self.ndim not in (1, 2):
+            return repr(np.asarray(self))
+        if self.ndim == 1:
+            body = ", ".join(repr(x) for x in _components(self))
+        else:
+            body = ", ".join("[" + ", ".join(repr(x) for x in _components(row)) + "]"
+                             for row in self)
+        return f"{_class_name(t)}([{body}])"
+
     def __array_finalize__(self, obj: Any) -> None:
         self._kc_base = getattr(obj, "_kc_base", None)
 
@@ -244,13 +264,26 @@ class HostValue(np.ndarray):
 
     def _component(self, i: int) -> Any:
         if self.ndim != 1 or i >= self.shape[0]:
-            raise AttributeError("component out of range")
+            raise self._no_attribute("xyzw"[i])
         return self[i]
 
     def _set_component(self, i: int, value: Any) -> None:
         if self.ndim != 1 or i >= self.shape[0]:
-            raise AttributeError("component out of range")
+            raise self._no_attribute("xyzw"[i])
         self[i] = value
+
+    def __getattr__(self, name: str) -> Any:
+        raise self._no_attribute(name)  # (only reached when the name is not found)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if len(name) > 1 and set(name) <= set("xyzw"):  # a swizzle: read-only, as in Warp
+            raise self._no_attribute(name)
+        super().__setattr__(name, value)
+
+    def _no_attribute(self, name: str) -> AttributeError:
+        t = self._kc_type
+        owner = _class_name(t) if t is not None else type(self).__name__
+        return AttributeError(f"'{owner}' object has no attribute '{name}'")
 
     x = property(lambda self: self._component(0), lambda self, v: self._set_component(0, v))
     y = property(lambda self: self._component(1), lambda self, v: self._set_component(1, v))
@@ -267,6 +300,23 @@ class HostValue(np.ndarray):
     def q(self) -> HostValue:
         """A transform's rotation quaternion."""
         return host_value(quaternion(T.from_numpy_dtype(self.dtype)), (self[3:7],))
+
+
+def _components(row: np.ndarray) -> list[Any]:
+    """The components as Warp's values give them: Python numbers for float32, int32 and
+    bool, NumPy scalars for the other types."""
+    if row.dtype in (np.float32, np.int32, np.bool_):
+        return np.asarray(row).tolist()
+    return list(np.asarray(row))
+
+
+def _class_name(t: T.VectorType | T.MatrixType) -> str:
+    """Warp's class name of a value type: `vec3f`, `mat22d`, `quatf`, `vec3ub`."""
+    if t.name:
+        return t.name + "f" if t.dtype == T.float32 else t.name
+    if isinstance(t, T.MatrixType):
+        return f"matrix(shape={t.shape}, dtype={t.dtype!r})"
+    return f"vector(length={t.length}, dtype={t.dtype!r})"
 
 
 def _shape_of(t: T.Type) -> tuple[int, ...]:

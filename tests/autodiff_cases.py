@@ -164,6 +164,29 @@ def struct_of_arrays(rng):
 
 
 @case
+def struct_built(rng):
+    return single(K.k_struct_built, N, x=uniform(rng, N), y=(uniform(rng, (N, 3)), wp.vec3),
+                  z=uniform(rng, N))
+
+
+@case
+def store_through(rng):
+    p = K.Params()
+    p.x = wp.array(uniform(rng, N), dtype=float, requires_grad=True)
+    p.y = wp.array(uniform(rng, (N, 3)), dtype=wp.vec3, requires_grad=True)
+    p.scale = 1.0
+    named = arrays(y=uniform(rng, N), z=uniform(rng, N + 1))
+    loss = wp.zeros(1, dtype=float, requires_grad=True)
+
+    def launches():
+        wp.launch(K.k_store_through, dim=N, inputs=[p, named["y"], named["z"]])
+        wp.launch(K.k_store_loss, dim=N, inputs=[p, named["z"], loss])
+
+    tape_backward(loss, launches)
+    return report(loss, x=p.x, py=p.y, **named)
+
+
+@case
 def funcs(rng):
     return single(K.k_funcs, N, x=uniform(rng, N, -2, 2), y=uniform(rng, N, -2, 2))
 

@@ -228,6 +228,53 @@ def k_struct(p: Params, loss: wp.array(dtype=float)):
 
 
 @wp.func
+def params_of(x: wp.array(dtype=float), y: wp.array(dtype=wp.vec3), scale: float):
+    p = Params()
+    p.x = x
+    p.y = y
+    p.scale = scale
+    return p, scale * 2.0
+
+
+@wp.func
+def either(x: wp.array(dtype=float), z: wp.array(dtype=float), i: int):
+    if i % 2 == 0:
+        return x
+    return z
+
+
+@wp.kernel
+def k_struct_built(x: wp.array(dtype=float), y: wp.array(dtype=wp.vec3),
+                   z: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    """Structs of arrays built in the kernel and in funcs, and arrays returned by funcs:
+    gradients flow through them to the arrays they were built from."""
+    i = wp.tid()
+    q = Params()
+    q.x = z
+    q.y = y
+    q.scale = 0.5
+    p, c = params_of(either(x, z, i), y, 1.5)
+    wp.atomic_add(loss, 0, p.scale * p.x[i] * wp.length(p.y[i]) * c + q.x[i] * q.x[i] * q.scale)
+
+
+@wp.kernel
+def k_store_through(p: Params, y: wp.array(dtype=float), z: wp.array(dtype=float)):
+    """Stores through a struct's array field, a local alias of it and an inline view: each
+    consumes the gradient it overwrites, as a store into an array parameter does."""
+    i = wp.tid()
+    p.x[i] = y[i] * 3.0
+    ys = p.y
+    ys[i] = wp.vec3(y[i], 0.0, 1.0)
+    z[1:][i] = wp.sin(y[i])
+
+
+@wp.kernel
+def k_store_loss(p: Params, z: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, p.x[i] * p.x[i] + wp.length_sq(p.y[i]) + z[i + 1] * 2.0)
+
+
+@wp.func
 def piecewise(x: float):
     if x < -1.0:
         return x * x

@@ -232,6 +232,7 @@ def test_vector_dtype(rng):
     np.testing.assert_array_equal(a.numpy(), values)
     np.testing.assert_array_equal(a[2], values[2])
     assert a.list() == values.tolist()
+    assert all(isinstance(v, kc.vec3) and v.x == row[0] for v, row in zip(a.list(), values))
     flat = kc.array(values.ravel().tolist(), dtype=VEC3)
     np.testing.assert_array_equal(flat.numpy(), values)
     single = kc.array([1.0, 2.0, 3.0], dtype=VEC3)

@@ -34,6 +34,8 @@ NVRTC = {
     "quat": (P.k_quat, None),
     "transform": (P.k_transform, None),
     "struct": (P.k_struct, None),
+    "struct_built": (P.k_struct_built, None),
+    "store_through": (P.k_store_through, None),
     "funcs": (P.k_funcs, None),
     "branches": (P.k_branches, None),
     "loops": (P.k_loops, None),

@@ -110,6 +110,9 @@ _KC = {np.float16: (kc.mat33h, kc.vec3h, kc.mat22h, kc.vec2h),
        np.float32: (kc.mat33, kc.vec3, kc.mat22, kc.vec2),
        np.float64: (kc.mat33d, kc.vec3d, kc.mat22d, kc.vec2d)}
 _NAMES = ("U", "sigma", "V", "Q", "R", "E", "d", "U2", "sigma2", "V2")
+# the factors of each host call in test_host_calls_return_what_kernels_compute
+_HOST_FACTORS = {"U": ("U", "sigma", "V"), "Q": ("Q", "R"), "E": ("E", "d"),
+                 "U2": ("U2", "sigma2", "V2")}
 
 
 def _rotations(rng, n, size):
@@ -268,6 +271,26 @@ def test_in_place_forms_store_what_the_value_forms_return(rng):
         stored = _decompose(decompose_in_place, a, b, dtype)
         for name in _NAMES:
             np.testing.assert_array_equal(stored[name], returned[name], err_msg=name)
+
+
+def test_host_calls_return_what_kernels_compute(rng):
+    a = _well_conditioned(rng, 3, 3)
+    b = _degenerate2(rng, 3)
+    for dtype in (np.float32, np.float64):
+        in_kernel = _decompose(decompose_returns, a, b, dtype)
+        mat3, mat2 = _types(dtype)[:2]
+        for k in range(len(a)):
+            ak = a[k].astype(dtype)  # (the kernel sums m + mᵀ in dtype)
+            found = {"U": kc.svd3(mat3(ak)), "Q": kc.qr3(mat3(ak)), "E": kc.eig3(mat3(ak + ak.T)), "U2": kc.svd2(mat2(b[k]))}
+            for key, names in _HOST_FACTORS.items():
+                for name, value in zip(names, found[key]):
+                    assert value._kc_type.dtype.np_dtype == dtype
+                    np.testing.assert_array_equal(value, in_kernel[name][k], err_msg=name)
+    m = kc.mat33(a[0])
+    with pytest.raises(RuntimeError, match="compatible with the arguments 'mat33, mat33"):
+        kc.svd3(m, kc.mat33(), kc.vec3(), kc.mat33())  # in place: kernels only
+    with pytest.raises(RuntimeError, match="'svd3' compatible with the arguments 'mat22'"):
+        kc.svd3(kc.mat22(1.0, 2.0, 3.0, 4.0))
 
 
 def test_warp_doc_example_reproduces_its_output():
@@ -586,5 +609,5 @@ def test_errors_point_at_the_argument(kernel, at, message):
 
 
 def test_host_calls_explain_themselves():
-    with pytest.raises(RuntimeError, match="inside a kernel"):
-        kc.svd3(np.eye(3))
+    with pytest.raises(RuntimeError, match="compatible with the arguments 'ndarray'"):
+        kc.svd3(np.eye(3))  # a plain NumPy array, not a kernelc matrix

@@ -231,6 +231,32 @@ def test_vector_scalar_arguments_and_host_values():
     assert out.numpy().tolist() == [[1, 1, 1]]
 
 
+def test_host_values_print_as_in_warp():
+    assert str(kc.vec3(1, 2, 3.5)) == "[1.0, 2.0, 3.5]"
+    assert str(kc.vec3(0.1, 0, 0)) == "[0.10000000149011612, 0.0, 0.0]"  # the float32 value
+    assert str(kc.vec3i(1, 2, 3)) == "[1, 2, 3]"
+    assert str(kc.mat22(1, 2, 3, 4)) == "[[1.0, 2.0],\n [3.0, 4.0]]"
+    assert str(kc.types.vector(2, bool)(True, False)) == "[True, False]"
+    assert repr(kc.vec3(1, 2, 3.5)) == "vec3f([1.0, 2.0, 3.5])"
+    assert repr(kc.quat_identity()) == "quatf([0.0, 0.0, 0.0, 1.0])"
+    assert repr(kc.mat22(1, 2, 3, 4)) == "mat22f([[1.0, 2.0], [3.0, 4.0]])"
+    assert repr(kc.vec2ub(1, 2)).startswith("vec2ub([")
+    assert f"{kc.vec2(1, 2)}" == "[1.0, 2.0]" and str([kc.vec2(1, 2)]) == "[vec2f([1.0, 2.0])]"
+    assert str(np.asarray(kc.vec2(1, 2))) == "[1. 2.]"  # NumPy's own printing is unchanged
+
+
+def test_host_value_attribute_errors_name_the_type():
+    v2 = kc.vec2(1, 2)
+    with pytest.raises(AttributeError, match="'vec2f' object has no attribute 'z'$"):
+        _ = v2.z
+    with pytest.raises(AttributeError, match="'mat22f' object has no attribute 'foo'$"):
+        _ = kc.mat22().foo
+    with pytest.raises(AttributeError, match="no attribute 'xy'$"):
+        v2.xy = 9  # swizzles are not attributes of host values
+    v2.note = "kept"  # other attributes may be set, as on Warp's values
+    assert v2.note == "kept" and list(v2) == [1.0, 2.0] and not hasattr(v2, "w")
+
+
 def test_arrays_of_vectors_are_zero_copy_numpy_views():
     data = np.arange(12, dtype=np.float32).reshape(4, 3)
     arr = kc.array(data, dtype=kc.vec3, copy=False)

@@ -1,7 +1,10 @@
 """Warp kernel forms: array truth values, `wp.float(x)` casts, host structs and constant
-locals in `kc.static`, and constant bools as range bounds."""
+locals in `kc.static`, statics evaluated at declaration and in unrolled loops, and
+constant bools as range bounds."""
 
 from __future__ import annotations
+
+import importlib.util
 
 import numpy as np
 import pytest
@@ -138,6 +141,95 @@ def test_static_does_not_see_reassigned_locals():
     with pytest.raises(kc.KernelError, match="name 'c' is not defined") as err:
         kc.launch(k, dim=1, inputs=[kc.zeros(1, dtype=int)])
     assert "test_warp_compat_language.py" in str(err.value) and "^" in str(err.value)
+
+
+_ANSWER = 1
+
+
+def test_static_is_evaluated_where_the_kernel_is_declared():
+    global _ANSWER
+    kernels, calls = [], []
+
+    def scale(c):
+        calls.append(c)
+        return float(c) * 2.0
+
+    for c in range(3):  # each kernel keeps the `c` it was declared with
+        @kc.kernel(module="unique")
+        def k(out: kc.array(dtype=float)):
+            doubled = kc.static(scale(c) + kc.static(0.5))  # noqa: B023 (read at declaration)
+            out[0] = doubled + float(kc.static(_ANSWER))
+
+        kernels.append(k)
+    assert calls == [0, 1, 2]  # once each, at declaration (the nested static within)
+    _ANSWER = 100  # too late for them
+    try:
+        for c, k in enumerate(kernels):
+            out = kc.full(1, np.nan)
+            kc.launch(k, dim=1, inputs=[out])
+            assert out.numpy()[0] == 2.0 * c + 0.5 + 1.0
+        assert calls == [0, 1, 2]
+        kernels[0].module.mark_modified()  # evaluates them again, with the new global
+        out = kc.full(1, np.nan)
+        kc.launch(kernels[0], dim=1, inputs=[out])
+        assert out.numpy()[0] == 2.0 * 2 + 0.5 + 100.0  # (`c` is 2 by now)
+    finally:
+        _ANSWER = 1
+
+
+_IDX = 999  # a global of the same name as the loop variables below
+
+
+@kc.func
+def _times_ten(x: int):
+    return x * 10
+
+
+@kc.func
+def _plus_one(x: int):
+    return x + 1
+
+
+_STEPS = (_times_ten, _plus_one)
+
+
+def test_static_reads_the_variables_of_unrolled_loops(rng):
+    @kc.kernel
+    def k(x: kc.array(dtype=int), out: kc.array(dtype=int)):
+        for _IDX in range(3):  # noqa: F402 (the loop variable hides the global)
+            out[_IDX] = kc.static(_IDX * 2 + 1)
+        for _IDX in reversed(range(2)):
+            out[3 + _IDX] = kc.static(_STEPS[_IDX])(x[_IDX])
+        for j in range(2):
+            for _IDX in range(4):
+                pass
+            out[5 + j] = kc.static(_IDX)  # the inner loop's last value, as in Python
+
+    x = rng.integers(-50, 50, 2).astype(np.int32)
+    out = kc.full(7, -7, dtype=int)
+    kc.launch(k, dim=1, inputs=[kc.array(x), out])
+    np.testing.assert_array_equal(out.numpy(), [1, 3, 5, x[0] * 10, x[1] + 1, 3, 3])
+
+
+@pytest.mark.parametrize("body, message", [
+    ("for i in range(n):\n        out[0] = kc.static(i)", "range is not known"),
+    ("for i in range(3):\n        if i == 1:\n            continue\n"
+     "        out[i] = kc.static(i)", "cannot break or continue"),
+    ("for i in range(5000):\n        out[0] = kc.static(i)", "at most 4096"),
+    ("kc.static(print('x'))", "None is returned"),
+    ("kc.static(kc.zeros(3))", "an array cannot be created"),
+    ("out[0] = kc.static(1 // 0)", "Error evaluating static expression: integer division"),
+])
+def test_static_errors(tmp_path, body, message):
+    path = tmp_path / "static_errors.py"
+    path.write_text("import kernelc as kc\n\n\n@kc.kernel\n"
+                    f"def k(out: kc.array(dtype=int), n: int):\n    {body}\n")
+    spec = importlib.util.spec_from_file_location("static_errors", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(kc.KernelError, match=message) as err:
+        kc.launch(module.k, dim=1, inputs=[kc.zeros(1, dtype=int), 3])
+    assert "static_errors.py:" in str(err.value) and "^" in str(err.value)
 
 
 @kc.struct

@@ -115,6 +115,7 @@ class _ModuleAD:
         self.names: set[str] = set()
         self.replays: dict[str, str] = {}
         self.adjoints: dict[str, _AdjointFunc] = {}
+        self.shadows: dict[str, tuple[str, tuple[int, ...]] | None] = {}
         self._effects: dict[str, bool] = {}
 
     def is_gradient(self, name: str) -> bool:
@@ -194,6 +195,40 @@ class _ModuleAD:
             else:
                 out.append(s)
         return tuple(out)
+
+    def shadow_func(self, name: str) -> tuple[str, tuple[int, ...]] | None:
+        """(name, shadowed parameters) of the shadow twin of func `name`, which returns
+        arrays (or structs holding them): `twin(params..., shadows...)` replays `name` and
+        returns what it returns with each array replaced by its gradient array, so that
+        reads through the returned arrays send their gradients where they belong. None
+        when the gradient arrays of what it returns are not known (no gradient flows)."""
+        if name in self.shadows:
+            return self.shadows[name]
+        fn = lower_exits(self.primal[name])
+        ad = FunctionAD(self, fn)
+        shadowed = tuple(k for k, p in enumerate(fn.params) if has_arrays(p.type))
+        shadows = [ad.b.new_value(fn.params[k].type) for k in shadowed]
+        for p in fn.params:
+            ad.env[p.id] = p
+        for k, s in zip(shadowed, shadows):
+            ad.shadow[fn.params[k].id] = s
+        found = self.shadows[name] = (name + "_shadow", shadowed)
+        with ad.b.region() as body:
+            ad.b.loc = fn.loc
+            ad.fwd_block(fn.body)
+            values = []
+            for v, t in zip(ad.returned, fn.return_types):
+                shadow = ad.sh(v) if has_arrays(t) else None
+                if has_arrays(t) and shadow is None:
+                    self.shadows[name] = None
+                    return None
+                values.append(shadow if shadow is not None else ad.val(v))
+            ad.b.append(ir.Return(fn.loc, tuple(values)))
+        self.emit(ir.Function(
+            found[0], (*fn.params, *shadows),
+            (*fn.param_names, *(f"adj_{fn.param_names[k]}" for k in shadowed)),
+            fn.return_types, tuple(body), tuple(ad.b.slots), False, fn.loc))
+        return found
 
     def adjoint_func(self, name: str) -> _AdjointFunc:
         found = self.adjoints.get(name)

@@ -40,6 +40,7 @@ class FunctionAD:
         self.env: dict[int, ir.Value] = {}
         self.shadow: dict[int, ir.Value] = {}
         self.param_bit: dict[int, int] = {}
+        self._array_bits: dict[int, int] | None = None  # see store_bit
         self.mask: ir.Value | None = None
         # Known at launch (a backward kernel specialised on its launch's AdjointFacts):
         # the store mask, and the shadows known to be non-empty or empty arrays.
@@ -131,8 +132,12 @@ class FunctionAD:
         return deferred.defer_read(self, read, g)
 
     def store_bit(self, array: ir.Value) -> int | None:
-        """The mask bit of a kernel's array parameter (None for other arrays)."""
-        return self.param_bit.get(array.id)
+        """The mask bit of the kernel parameter an array comes from: the parameter itself,
+        an array field of a struct parameter, a view of either, or a local holding only
+        those (None for other arrays)."""
+        if self._array_bits is None:
+            self._array_bits = _array_bits(self.fn, self.param_bit)
+        return self._array_bits.get(array.id)
 
     # -- the whole body ---------------------------------------------------------------------
 
@@ -265,6 +270,10 @@ class FunctionAD:
         if op is OpCode.LOAD_SLOT:
             found = self.shadow_slots.get(s.attr.id)
             return b.load(found) if found is not None else None
+        if op is OpCode.CONST:  # `S()`: its arrays are empty, and so are their gradients
+            return b.op(OpCode.CONST, (), t, s.attr)
+        if op is OpCode.CALL_FUNC:  # a func that returns arrays (a struct holding them)
+            return self.call_shadow(s)
         if op is OpCode.EXTRACT and has_arrays(s.args[0].type):
             src = self.sh(s.args[0])
             return None if src is None else b.op(OpCode.EXTRACT, (src,), t, s.attr)
@@ -290,6 +299,23 @@ class FunctionAD:
                     parts.append(self.val(a))
             return b.op(op, parts, t, s.attr)
         return None
+
+    def call_shadow(self, s: ir.Op) -> ir.Value | None:
+        """The shadow of what func call `s` returns: the func's shadow twin, called with the
+        arguments and the shadows of those holding arrays."""
+        if self.mad.is_gradient(s.attr):
+            return None
+        twin = self.mad.shadow_func(s.attr)
+        if twin is None:
+            return None
+        name, shadowed = twin
+        args = [self.val(a) for a in s.args]
+        for k in shadowed:
+            shadow = self.sh(s.args[k])
+            if shadow is None:
+                return None
+            args.append(shadow)
+        return self.b.op(OpCode.CALL_FUNC, args, s.result.type, name)
 
     def loop_info(self, s: ir.For | ir.While) -> LoopInfo:
         found = self.loops.get(id(s))
@@ -501,6 +527,33 @@ class FunctionAD:
         else:
             self.fwd_block(s.cond_body)
         self.fwd_block(s.body, skip_tail=True)
+
+
+def _array_bits(fn: ir.Function, seeds: dict[int, int]) -> dict[int, int]:
+    """The parameter bit of each array-valued value of `fn` that comes from exactly one
+    parameter (`seeds`: the parameters' own bits), through field reads, views and slots."""
+    bits = dict(seeds)
+    stores: dict[int, list[int]] = {}
+    ops = []
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.StoreSlot) and has_arrays(s.slot.type):
+            stores.setdefault(s.slot.id, []).append(s.value.id)
+        elif isinstance(s, ir.Op) and s.result is not None and has_arrays(s.result.type) \
+                and s.opcode in (OpCode.EXTRACT, OpCode.ARRAY_VIEW, OpCode.LOAD_SLOT):
+            ops.append(s)
+    changed = True
+    while changed:  # values only gain bits, so this ends
+        changed = False
+        for s in ops:
+            if s.opcode is OpCode.LOAD_SLOT:
+                found = {bits.get(v) for v in stores.get(s.attr.id, [None])}
+                bit = found.pop() if len(found) == 1 else None
+            else:
+                bit = bits.get(s.args[0].id)
+            if bit is not None and bits.get(s.result.id) != bit:
+                bits[s.result.id] = bit
+                changed = True
+    return bits
 
 
 def _stored(block: ir.Block) -> set[int]:

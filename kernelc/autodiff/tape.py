@@ -155,7 +155,7 @@ class Tape:
         `remove_scope_if_empty`)."""
         depth = sum(-1 if name is None else 1 for _, name, _ in self.scopes)
         if depth == 0:
-            raise RuntimeError("ended tape scope, but no scope is open")
+            raise RuntimeError("ended tape scope, but scope not present (no scope is open)")
         last = self.scopes[-1]
         if remove_scope_if_empty and last[1] is not None and last[0] == len(self.launches):
             self.scopes.pop()

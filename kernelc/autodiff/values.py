@@ -21,11 +21,14 @@ def differentiable(t: T.Type) -> bool:
 
 
 def has_arrays(t: T.Type) -> bool:
-    """Whether `t` is an array or a struct holding one (those get a shadow of gradients)."""
+    """Whether `t` is an array or a struct (or a func's tuple of results) holding one:
+    those get a shadow of gradients."""
     if isinstance(t, T.ArrayType):
         return True
     if isinstance(t, T.StructType):
         return any(has_arrays(f) for _, f in t.fields)
+    if isinstance(t, T.TupleType):
+        return any(has_arrays(e) for e in t.elements)
     return False
 
 

@@ -297,8 +297,8 @@ def _kernel_outputs(outputs: Sequence[Any] | None, dim: Any) -> list[Any]:
 
 def _require_backward(kernel: Kernel) -> None:
     if backward_disabled_by(kernel):
-        raise ValueError(f"Kernel {kernel.key} must have backward pass enabled to compute "
-                         f"Jacobians")
+        raise ValueError(f"Kernel must have backward pass enabled to compute Jacobians "
+                         f"(kernel {kernel.key})")
 
 
 def _pairs(inputs: list, outputs: list, mask: set[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import typing
@@ -20,9 +21,27 @@ class _SourceMixin:
     # kernels may not.
     _defaults_allowed = False
 
+    static_values: dict = {}
+
     @functools.cached_property
     def source(self) -> Source:
-        return read_source(self.func)
+        found = read_source(self.func)
+        if self.static_values:
+            found = dataclasses.replace(found, static_values=self.static_values)
+        return found
+
+    def capture_statics(self) -> None:
+        """Evaluates the `kc.static(...)` expressions that can be known at declaration, as
+        Warp does (see static_eval.py)."""
+        self.static_values = {}
+        if "static" not in getattr(self.func, "__code__", None).co_names:
+            return
+        from kernelc.frontend.static_eval import declared_statics
+
+        try:
+            self.static_values = declared_statics(read_source(self.func))
+        except KernelError:  # no source: reported when the kernel is compiled
+            pass
 
     @functools.cached_property
     def annotations(self) -> dict[str, Any]:
@@ -80,6 +99,7 @@ class Func(_SourceMixin):
         self.__wrapped__ = func
         # Overloads: same-named funcs defined in one scope, resolved by argument types.
         self.variants: list[Func] = [self]
+        self.capture_statics()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)  # on the host a func is an ordinary Python function
@@ -92,6 +112,7 @@ class Func(_SourceMixin):
                 self.variants[i] = other
                 if i == 0:
                     self.func = other.func
+                    self.static_values = other.static_values
                     self.__dict__.pop("source", None)
                     self.__dict__.pop("annotations", None)
                     self.__dict__.pop("arg_names", None)
@@ -223,6 +244,7 @@ class Kernel(_SourceMixin):
         self.last_launch = None  # the runtime's memo of the latest CPU launch (LaunchMemo)
         if type(self) is Kernel:  # not the backward kernels made from it
             register_kernel(self)
+            self.capture_statics()
 
     def forget_compiled(self) -> None:
         """Drops the IR, the compiled code and what was read from the Python source, so
@@ -233,6 +255,7 @@ class Kernel(_SourceMixin):
         for cached in ("source", "annotations", "arg_names", "defaults", "param_types",
                        "_adjoint_kernel", "_adjoint_kernels"):
             self.__dict__.pop(cached, None)
+        self.capture_statics()
 
     def __repr__(self) -> str:
         return f"<kernelc.kernel {self.key}>"

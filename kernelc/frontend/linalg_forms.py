@@ -32,7 +32,7 @@ def svd3(A: Any, U: Any = None, sigma: Any = None, V: Any = None) -> Any:
     `svd3(A, U, sigma, V)` into existing variables. A = U diag(sigma) Vᵀ with U and V
     rotations (det +1), |sigma| decreasing, sigma[0], sigma[1] >= 0 and sigma[2] carrying the
     sign of det(A) (McAdams et al.'s Jacobi method, as in Warp)."""
-    raise RuntimeError("kernelc.svd3() can only be called inside a kernel")
+    return _on_host("svd3", A, U, sigma, V)
 
 
 @special("svd2")
@@ -40,7 +40,7 @@ def svd2(A: Any, U: Any = None, sigma: Any = None, V: Any = None) -> Any:
     """Singular value decomposition of a 2x2 float matrix: `U, sigma, V = svd2(A)`, or
     `svd2(A, U, sigma, V)` into existing variables. A = U diag(sigma) Vᵀ, sigma >= 0 and
     decreasing, U and V orthogonal (closed form from the eigenvectors of AᵀA, as in Warp)."""
-    raise RuntimeError("kernelc.svd2() can only be called inside a kernel")
+    return _on_host("svd2", A, U, sigma, V)
 
 
 @special("qr3")
@@ -48,7 +48,7 @@ def qr3(A: Any, Q: Any = None, R: Any = None) -> Any:
     """QR decomposition of a 3x3 float matrix: `Q, R = qr3(A)`, or `qr3(A, Q, R)` into
     existing variables. A = Q R, Q a rotation (det +1), R upper triangular up to rounding
     (three Givens rotations, as in Warp)."""
-    raise RuntimeError("kernelc.qr3() can only be called inside a kernel")
+    return _on_host("qr3", A, Q, R)
 
 
 @special("eig3")
@@ -56,7 +56,13 @@ def eig3(A: Any, Q: Any = None, d: Any = None) -> Any:
     """Eigen-decomposition of a symmetric 3x3 float matrix: `Q, d = eig3(A)`, or
     `eig3(A, Q, d)` into existing variables. A = Q diag(d) Qᵀ, Q a rotation, d unsorted
     (Jacobi iterations on the lower triangle, as in Warp)."""
-    raise RuntimeError("kernelc.eig3() can only be called inside a kernel")
+    return _on_host("eig3", A, Q, d)
+
+
+def _on_host(name: str, a: Any, *outputs: Any) -> tuple[Any, ...]:
+    from kernelc.lib.linalg_host import decompose
+
+    return decompose(name, a, tuple(x for x in outputs if x is not None))
 
 
 def _lib():

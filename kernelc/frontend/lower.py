@@ -93,6 +93,8 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         self.names: dict[str, Any] = {}
         # The constant first value of each local (what `kc.static` may read, see special.py).
         self.first_consts: dict[str, Any] = {}
+        # The current value of each variable of an unrolled loop (`kc.static(i)` reads it).
+        self.unrolled_values: dict[str, int] = {}
         self.loop_depth = 0
         self.tile_homes: dict[str, list] = {}  # see TileLowering.assign_tile_name
         self.tile_in_place = False
@@ -204,6 +206,7 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         return self.from_python(value, node)
 
     def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
+        self.unrolled_values.pop(name, None)
         bound = self.names.get(name)
         if isinstance(value, Tile) or isinstance(bound, Tile):
             return self.assign_tile_name(name, value, node)

@@ -15,7 +15,7 @@ from kernelc import types as T
 from kernelc.builtins import BUILTINS
 from kernelc.errors import KernelError, WarpCodegenAttributeError
 from kernelc.frontend.builder import Val
-from kernelc.frontend.lower_expr import _OP_SYMBOL, PyObj
+from kernelc.frontend.lower_expr import _OP_SYMBOL, PyObj, TupleVal
 from kernelc.ir.nodes import OpCode, Value
 from kernelc.types_vec import quaternion, vector
 
@@ -258,3 +258,19 @@ class AggregateLowering:
         else:
             raise KernelError(f"len() is not defined for {v.type!r}")
         return Val(self.b.const(n, T.int32), const=n)
+
+    def tuple_item(self, base: TupleVal, index: Val) -> Val:
+        """`t[i]` with `i` known only at run time: a select over the items, which must then
+        share one type (an index out of range reads the first item)."""
+        items = [self.as_val(v, None) for v in base.items]
+        items = [self.coerce(v, v.type) if v.weak else v for v in items]
+        if not items or any(v.type != items[0].type for v in items):
+            raise KernelError("a tuple indexed by a run-time value must hold items of one "
+                              "type")
+        if not (isinstance(index.type, T.ScalarType) and index.type.is_int):
+            raise KernelError(f"a tuple index must be an integer, got {index.type!r}")
+        out = items[0].value
+        for k in range(1, len(items)):
+            hit = self.b.op(OpCode.EQ, (index.value, self.b.const(k, index.type)), T.bool_)
+            out = self.b.op(OpCode.SELECT, (hit, items[k].value, out), items[0].type)
+        return Val(out)

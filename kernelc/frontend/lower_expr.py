@@ -79,6 +79,9 @@ class ExprLowering:
 
     # ---- leaves ---------------------------------------------------------------------------
 
+    def visit_Lowered(self, node: Any):
+        return node.value  # an argument lowered already (`unpack.Lowered`)
+
     def visit_Constant(self, node: ast.Constant):
         return self.from_python(node.value, node)
 
@@ -186,22 +189,6 @@ class ExprLowering:
         if isinstance(base, ArrayView):
             return self.index_array(base, indices)
         return self.value_subscript(base, indices, node)
-
-    def tuple_item(self, base: TupleVal, index: Val) -> Val:
-        """`t[i]` with `i` known only at run time: a select over the items, which must then
-        share one type (an index out of range reads the first item)."""
-        items = [self.as_val(v, None) for v in base.items]
-        items = [self.coerce(v, v.type) if v.weak else v for v in items]
-        if not items or any(v.type != items[0].type for v in items):
-            raise KernelError("a tuple indexed by a run-time value must hold items of one "
-                              "type")
-        if not (isinstance(index.type, T.ScalarType) and index.type.is_int):
-            raise KernelError(f"a tuple index must be an integer, got {index.type!r}")
-        out = items[0].value
-        for k in range(1, len(items)):
-            hit = self.b.op(OpCode.EQ, (index.value, self.b.const(k, index.type)), T.bool_)
-            out = self.b.op(OpCode.SELECT, (hit, items[k].value, out), items[0].type)
-        return Val(out)
 
     def sliced(self, base: Any, index_nodes: list[ast.expr]) -> Val:
         """`a[1:n]`, `a[i, ::2]`: a view of an array (`array_views.py`)."""
@@ -449,6 +436,10 @@ class ExprLowering:
     # ---- calls ----------------------------------------------------------------------------
 
     def visit_Call(self, node: ast.Call):
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            from kernelc.frontend.unpack import expand_starred
+
+            node = expand_starred(self, node)
         callee = self.visit(node.func)
         if not isinstance(callee, PyObj):
             raise KernelError("this value is not callable")

@@ -16,6 +16,7 @@ from kernelc.frontend.lower_expr import (
     PyObj,
     TupleVal,
 )
+from kernelc.frontend.static_eval import is_static_call
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 from kernelc.typevars import Constraint
@@ -218,13 +219,17 @@ class StmtLowering:
         t = strong.pop() if strong else max((b.type for b in bounds), key=lambda x: x.bits)
         vals = [self.coerce(b, t) for b in bounds]
         if len(vals) == 1:
-            start, stop, step = Val(self.b.const(0, t)), vals[0], Val(self.b.const(1, t))
+            start, stop, step = Val(self.b.const(0, t), const=0), vals[0], \
+                Val(self.b.const(1, t), const=1)
         elif len(vals) == 2:
-            start, stop, step = vals[0], vals[1], Val(self.b.const(1, t))
+            start, stop, step = vals[0], vals[1], Val(self.b.const(1, t), const=1)
         else:
             start, stop, step = vals
         if step.const == 0:
             raise KernelError("range() step must not be zero")
+        if isinstance(node.target, ast.Name) and _static_reads(self.source.tree,
+                                                               node.target.id):
+            return self.unrolled_for(node, (start, stop, step), t, reverse is not None)
         if reverse is not None:
             start, stop, step = self.reversed_bounds(start, stop, step, t)
         var = self.b.new_value(t)
@@ -235,6 +240,31 @@ class StmtLowering:
         self.loop_depth -= 1
         self.b.loc = self.source.loc(node)
         self.b.append(ir.For(self.b.loc, var, start.value, stop.value, step.value, tuple(body)))
+
+    def unrolled_for(self, node: ast.For, bounds: tuple[Val, Val, Val], t: T.Type,
+                     reverse: bool) -> None:
+        """A loop whose variable `kc.static` reads: unrolled, as Warp unrolls it, so that
+        each copy of the body sees the variable as a constant."""
+        name = node.target.id
+        known = tuple(b.const for b in bounds)
+        if any(not isinstance(b, int) for b in known):
+            raise KernelError(f"static() reads the loop variable '{name}', so the loop is "
+                              f"unrolled, but its range is not known when compiling")
+        values = range(*known)
+        if reverse:
+            values = values[::-1]
+        if len(values) > _MAX_UNROLLED:
+            raise KernelError(f"static() reads the loop variable '{name}', so the loop is "
+                              f"unrolled, but it runs {len(values)} times (at most "
+                              f"{_MAX_UNROLLED} can be unrolled)")
+        if _exits(node.body):
+            raise KernelError(f"static() reads the loop variable '{name}', so the loop is "
+                              f"unrolled, and an unrolled loop cannot break or continue")
+        for v in values:
+            self.b.loc = self.source.loc(node.target)
+            self.assign(node.target, Val(self.b.const(v, t), const=v), node.target)
+            self.unrolled_values[name] = v
+            self.lower_block(node.body)
 
     def visit_While(self, node: ast.While):
         if node.orelse:
@@ -358,3 +388,32 @@ class StmtLowering:
 
             return query_slot(self, iterable) is not None
         return False
+
+
+_MAX_UNROLLED = 4096
+
+
+def _static_reads(tree: ast.AST, name: str) -> bool:
+    """Whether a `static(...)` expression in `tree` reads the variable `name`."""
+    for node in ast.walk(tree):
+        if is_static_call(node) and node.args:
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.args[0])):
+                return True
+    return False
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """Whether `body` breaks or continues its own loop (not a loop nested in it)."""
+    for stmt in body:
+        for node in _walk_same_loop(stmt):
+            if isinstance(node, (ast.Break, ast.Continue)):
+                return True
+    return False
+
+
+def _walk_same_loop(node: ast.AST):
+    yield node
+    if isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _walk_same_loop(child)

@@ -6,7 +6,7 @@ import ast
 import builtins
 import inspect
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernelc.errors import KernelError, Loc
@@ -21,6 +21,8 @@ class Source:
     tree: ast.FunctionDef
     globals: dict[str, Any]
     closure: dict[str, Any]
+    # the `kc.static(...)` values known at declaration (see static_eval.py)
+    static_values: dict[tuple[int, int, int, int], Any] = field(default_factory=dict)
 
     def loc(self, node: ast.AST) -> Loc:
         line = getattr(node, "lineno", 1)

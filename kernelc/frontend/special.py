@@ -15,6 +15,7 @@ from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import LocalArray, PyObj, TupleVal
+from kernelc.frontend.static_eval import static_key
 from kernelc.ir import nodes as ir
 
 
@@ -70,16 +71,51 @@ def _static(lowerer, node: ast.Call):
     if len(node.args) != 1 or node.keywords:
         raise KernelError("static() takes exactly one expression")
     src = lowerer.source
+    key = static_key(node)
+    if key in src.static_values:  # evaluated where the kernel was declared
+        return lowerer.from_python(_usable(src.static_values[key]), node)
     scope = dict(src.globals)
     scope.update(src.closure)
     scope.update(_sized_locals(lowerer))
     scope.update(_constant_locals(lowerer))
+    scope.update(lowerer.unrolled_values)
     try:
         code = compile(ast.Expression(node.args[0]), src.file, "eval")
         value = eval(code, scope)  # noqa: S307  (user code, evaluated at compile time by design)
     except Exception as err:
-        raise KernelError(f"static() expression failed: {type(err).__name__}: {err}") from None
-    return lowerer.from_python(value, node)
+        raise KernelError(f"Error evaluating static expression: {err}. Make sure all "
+                          f"variables used in the static expression are constant.") from None
+    return lowerer.from_python(_usable(value), node)
+
+
+def _usable(value: Any) -> Any:
+    """`value`, if a static expression may give it: not None, not an array, not a struct
+    holding an array (those cannot be made inside a kernel)."""
+    if value is None:
+        raise KernelError("Static expression returns an unsupported value: None is returned")
+    where = _array_inside(value, type(value).__name__)
+    if where is not None:
+        message = "an array cannot be created inside kernels"
+        if where != type(value).__name__:
+            message = (f"the returned struct contains a data type that cannot be "
+                       f"constructed inside kernels: {message} at {where}")
+        raise KernelError(f"Static expression returns an unsupported value: {message}")
+    return value
+
+
+def _array_inside(value: Any, path: str) -> str | None:
+    """The path to an array in `value` (itself, or a field of a struct instance)."""
+    if isinstance(getattr(value, "_kc_type", None), T.ArrayType) or isinstance(
+            getattr(type(value), "_kc_type", None), T.ArrayType):
+        return path
+    st = getattr(type(value), "_kc_type", None)
+    if isinstance(st, T.StructType):
+        for name, t in st.fields:
+            if isinstance(t, (T.ArrayType, T.StructType)):
+                found = _array_inside(getattr(value, name, None), f"{path}.{name}")
+                if found is not None:
+                    return found
+    return None
 
 
 def _constant_locals(lowerer) -> dict[str, Any]:

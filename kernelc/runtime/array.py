@@ -330,12 +330,16 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         return (1, 0) if self.device.is_cpu else (2, self.device.ordinal)
 
     def list(self) -> list[Any]:
-        """The elements, flattened, as a Python list (vectors and matrices as nested lists,
-        structs as instances of their class)."""
+        """The elements, flattened, as a Python list, as Warp gives them: numbers, vectors
+        and matrices as host values (`vec3f([1.0, 2.0, 3.0])`), structs as instances of
+        their class."""
         if isinstance(self.dtype, StructType):
             return struct_instances(self.dtype, self.numpy())
         _, inner = element_layout(self.dtype)
-        return self.numpy().reshape((self.size, *inner)).tolist()
+        flat = self.numpy().reshape((self.size, *inner))
+        if not inner:
+            return flat.tolist()
+        return [self.dtype(row) for row in flat]
 
     # ---- Python protocol -------------------------------------------------------------
 

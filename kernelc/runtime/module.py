@@ -153,9 +153,10 @@ class Module(str):
             k.forget_compiled()
 
     def hash_module(self) -> str:
-        """A hash of the module's kernels, in hex: each one's key, Python source and
-        parameter types, a struct by its name and fields (so a struct redefined with the
-        same fields hashes the same, and one whose fields changed does not)."""
+        """A hash of the module's kernels, in hex: each one's key, Python source, parameter
+        types and `kc.static` values known at declaration; a struct by its name and fields
+        (so a struct redefined with the same fields hashes the same, and one whose fields
+        changed does not)."""
         import hashlib
         import inspect
 
@@ -171,7 +172,8 @@ class Module(str):
                 params = ",".join(type_code(t) for t in k.param_types)
             except KernelError:  # an annotation that is no kernelc type
                 params = repr(k.annotations)
-            parts.append(f"{k.key}\n{params}\n{source}")
+            statics = ";".join(_static_code(v) for _, v in sorted(k.static_values.items()))
+            parts.append(f"{k.key}\n{params}\n{statics}\n{source}")
         digest = hashlib.sha256()
         for part in sorted(parts):
             digest.update(part.encode())
@@ -179,6 +181,16 @@ class Module(str):
 
     def __repr__(self) -> str:
         return f"<kernelc.Module {str(self)!r}>"
+
+
+def _static_code(value: Any) -> str:
+    """A description of a `kc.static` value for hashing: funcs and kernels by name, values
+    by their repr (never an address, which changes from run to run)."""
+    name = getattr(value, "key", None) or getattr(value, "__qualname__", None)
+    if name is not None:
+        return f"{getattr(value, '__module__', '')}.{name}"
+    text = repr(value)
+    return type(value).__qualname__ if " at 0x" in text else text
 
 
 def type_code(t: Any) -> str:

@@ -51,10 +51,13 @@ def install_field_setters(cls: type, st: T.StructType) -> None:
 
     def __setattr__(self, name: str, value: Any) -> None:
         setter = setters.get(name)
-        if setter is None:
+        if setter is not None:
+            setter(self, value)
+        elif name.startswith("_"):  # kernelc's own bookkeeping on the instance
             _set(self, name, value)
         else:
-            setter(self, value)
+            raise RuntimeError(f"Trying to set Warp struct attribute that does not exist "
+                               f"{name}")
 
     cls.__setattr__ = __setattr__
     cls.__ctype__ = _ctype
