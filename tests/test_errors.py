@@ -308,7 +308,7 @@ CASES = [
     (e_raise, "raise", "'raise' is not supported"),
     (e_walrus, "x := a[0]", "':=' is not supported"),
     (e_attr_of_value, "a[0].real", "has no attribute 'real'"),
-    (e_starred, "*a", "'\\*' unpacking is not supported"),
+    (e_starred, "*a", "Starred expressions are only supported for"),
 ]
 
 

@@ -34,7 +34,8 @@ class _SourceMixin:
         """Evaluates the `kc.static(...)` expressions that can be known at declaration, as
         Warp does (see static_eval.py)."""
         self.static_values = {}
-        if "static" not in getattr(self.func, "__code__", None).co_names:
+        code = getattr(self.func, "__code__", None)
+        if code is None or "static" not in code.co_names:
             return
         from kernelc.frontend.static_eval import declared_statics
 

@@ -104,9 +104,10 @@ def _usable(value: Any) -> Any:
 
 
 def _array_inside(value: Any, path: str) -> str | None:
-    """The path to an array in `value` (itself, or a field of a struct instance)."""
-    if isinstance(getattr(value, "_kc_type", None), T.ArrayType) or isinstance(
-            getattr(type(value), "_kc_type", None), T.ArrayType):
+    """The path to an array in `value` (itself, or a field of a struct instance); an
+    array annotation, `kc.array(dtype=float)`, has no shape and is not one."""
+    if isinstance(getattr(value, "_kc_type", None), T.ArrayType) and \
+            getattr(value, "shape", None) is not None:
         return path
     st = getattr(type(value), "_kc_type", None)
     if isinstance(st, T.StructType):
