@@ -66,6 +66,19 @@ def nonzero(rng, n, dtype, low=-4.0, high=4.0):
     return x.astype(dtype)
 
 
+def kernel_in_file(tmp_path, name: str, params: str, body: str):
+    """The kernel `k(params)` whose body is `body`, written to `tmp_path/<name>.py` and
+    imported from there (kernels need a source file; errors then name it)."""
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(f"import kernelc as kc\n\n\n@kc.kernel\ndef k({params}):\n    {body}\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.k
+
+
 def warp_available() -> bool:
     try:
         import warp  # noqa: F401

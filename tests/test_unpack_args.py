@@ -4,12 +4,11 @@ for what cannot be unpacked."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
 import kernelc as kc
+from tests.conftest import kernel_in_file
 
 mat23 = kc.types.matrix(shape=(2, 3), dtype=float)
 
@@ -73,14 +72,9 @@ def test_unpacked_arguments_against_numpy(rng):
     ("v = kc.vec2i(*kc.vec3i(1, 2, 3))", kc.KernelError, "vec2i"),
 ])
 def test_unpacking_errors(tmp_path, body, error, message):
-    path = tmp_path / "unpack_errors.py"
-    path.write_text("import kernelc as kc\n\n\n@kc.kernel\n"
-                    f"def k(arr: kc.array(dtype=int), n: int):\n    {body}\n")
-    spec = importlib.util.spec_from_file_location("unpack_errors", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    k = kernel_in_file(tmp_path, "unpack_errors", "arr: kc.array(dtype=int), n: int", body)
     with pytest.raises(error, match=message) as err:
-        kc.launch(module.k, dim=1, inputs=[kc.zeros(10, dtype=int), 3])
+        kc.launch(k, dim=1, inputs=[kc.zeros(10, dtype=int), 3])
     assert "unpack_errors.py:" in str(err.value) and "^" in str(err.value)
 
 

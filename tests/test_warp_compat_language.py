@@ -4,12 +4,11 @@ constant bools as range bounds."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
 import kernelc as kc
+from tests.conftest import kernel_in_file
 
 
 @kc.kernel
@@ -221,14 +220,9 @@ def test_static_reads_the_variables_of_unrolled_loops(rng):
     ("out[0] = kc.static(1 // 0)", "Error evaluating static expression: integer division"),
 ])
 def test_static_errors(tmp_path, body, message):
-    path = tmp_path / "static_errors.py"
-    path.write_text("import kernelc as kc\n\n\n@kc.kernel\n"
-                    f"def k(out: kc.array(dtype=int), n: int):\n    {body}\n")
-    spec = importlib.util.spec_from_file_location("static_errors", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    k = kernel_in_file(tmp_path, "static_errors", "out: kc.array(dtype=int), n: int", body)
     with pytest.raises(kc.KernelError, match=message) as err:
-        kc.launch(module.k, dim=1, inputs=[kc.zeros(1, dtype=int), 3])
+        kc.launch(k, dim=1, inputs=[kc.zeros(1, dtype=int), 3])
     assert "static_errors.py:" in str(err.value) and "^" in str(err.value)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from kernelc import types as T
 from kernelc.autodiff import deferred, rules
 from kernelc.autodiff.exits import is_tail_break, max_id
+from kernelc.autodiff.origins import parameter_bits
 from kernelc.autodiff.values import add, differentiable, has_arrays, zero
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import IRBuilder
@@ -136,7 +137,7 @@ class FunctionAD:
         an array field of a struct parameter, a view of either, or a local holding only
         those (None for other arrays)."""
         if self._array_bits is None:
-            self._array_bits = _array_bits(self.fn, self.param_bit)
+            self._array_bits = parameter_bits(self.fn, self.param_bit)
         return self._array_bits.get(array.id)
 
     # -- the whole body ---------------------------------------------------------------------
@@ -527,33 +528,6 @@ class FunctionAD:
         else:
             self.fwd_block(s.cond_body)
         self.fwd_block(s.body, skip_tail=True)
-
-
-def _array_bits(fn: ir.Function, seeds: dict[int, int]) -> dict[int, int]:
-    """The parameter bit of each array-valued value of `fn` that comes from exactly one
-    parameter (`seeds`: the parameters' own bits), through field reads, views and slots."""
-    bits = dict(seeds)
-    stores: dict[int, list[int]] = {}
-    ops = []
-    for s in ir.walk(fn.body):
-        if isinstance(s, ir.StoreSlot) and has_arrays(s.slot.type):
-            stores.setdefault(s.slot.id, []).append(s.value.id)
-        elif isinstance(s, ir.Op) and s.result is not None and has_arrays(s.result.type) \
-                and s.opcode in (OpCode.EXTRACT, OpCode.ARRAY_VIEW, OpCode.LOAD_SLOT):
-            ops.append(s)
-    changed = True
-    while changed:  # values only gain bits, so this ends
-        changed = False
-        for s in ops:
-            if s.opcode is OpCode.LOAD_SLOT:
-                found = {bits.get(v) for v in stores.get(s.attr.id, [None])}
-                bit = found.pop() if len(found) == 1 else None
-            else:
-                bit = bits.get(s.args[0].id)
-            if bit is not None and bits.get(s.result.id) != bit:
-                bits[s.result.id] = bit
-                changed = True
-    return bits
 
 
 def _stored(block: ir.Block) -> set[int]:
