@@ -149,17 +149,20 @@ def transform(rng):
                   p=_vecs(rng, (N,), 3, wp.vec3))
 
 
-@case
-def struct_of_arrays(rng):
+def _params(rng, scale):
+    """A `Params` whose arrays (x: floats, y: vec3s) require grad."""
     p = K.Params()
     p.x = wp.array(uniform(rng, N), dtype=float, requires_grad=True)
     p.y = wp.array(uniform(rng, (N, 3)), dtype=wp.vec3, requires_grad=True)
-    p.scale = 1.5
+    p.scale = scale
+    return p
+
+
+@case
+def struct_of_arrays(rng):
+    p = _params(rng, 1.5)
     loss = wp.zeros(1, dtype=float, requires_grad=True)
-    tape = wp.Tape()
-    with tape:
-        wp.launch(K.k_struct, dim=N, inputs=[p, loss])
-    tape.backward(loss)
+    tape_backward(loss, lambda: wp.launch(K.k_struct, dim=N, inputs=[p, loss]))
     return report(loss, x=p.x, y=p.y)
 
 
@@ -171,10 +174,7 @@ def struct_built(rng):
 
 @case
 def store_through(rng):
-    p = K.Params()
-    p.x = wp.array(uniform(rng, N), dtype=float, requires_grad=True)
-    p.y = wp.array(uniform(rng, (N, 3)), dtype=wp.vec3, requires_grad=True)
-    p.scale = 1.0
+    p = _params(rng, 1.0)
     named = arrays(y=uniform(rng, N), z=uniform(rng, N + 1))
     loss = wp.zeros(1, dtype=float, requires_grad=True)
 

@@ -259,8 +259,7 @@ def k_struct_built(x: wp.array(dtype=float), y: wp.array(dtype=wp.vec3),
 
 @wp.kernel
 def k_store_through(p: Params, y: wp.array(dtype=float), z: wp.array(dtype=float)):
-    """Stores through a struct's array field, a local alias of it and an inline view: each
-    consumes the gradient it overwrites, as a store into an array parameter does."""
+    """Stores through a struct field, an alias of one and a view consume their gradients."""
     i = wp.tid()
     p.x[i] = y[i] * 3.0
     ys = p.y
