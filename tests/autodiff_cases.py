@@ -246,6 +246,23 @@ def atomics(rng):
 
 
 @case
+def atomic_nan(rng):
+    # NaN in memory gives way and a NaN value is ignored (fmin/fmax); a stored NaN value won
+    nan = np.nan
+    slot = np.r_[[nan, nan, 2.0, 5.0, 2.0], uniform(rng, N - 5)].astype(np.float32)
+    value = np.r_[[nan, 2.0, nan, 2.0, 5.0], uniform(rng, N - 5)].astype(np.float32)
+    named = arrays(lo=slot, hi=slot.copy(), value=value)
+    out = wp.zeros(N, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(K.k_atomic_nan, dim=N, inputs=[*named.values(), out])
+    named["lo"].grad.fill_(1.0)
+    named["hi"].grad.fill_(2.0)
+    tape.backward()
+    return report(**named)
+
+
+@case
 def grid2d(rng):
     return single(K.k_grid, (5, 5), x=uniform(rng, (5, 5)), y=uniform(rng, (5, 5)))
 

@@ -436,6 +436,13 @@ def k_atomics(x: wp.array(dtype=float), y: wp.array(dtype=float), total: wp.arra
 
 
 @wp.kernel
+def k_atomic_nan(lo: wp.array(dtype=float), hi: wp.array(dtype=float),
+                 value: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = wp.atomic_min(lo, i, value[i]) + wp.atomic_max(hi, i, value[i])
+
+
+@wp.kernel
 def k_combine(total: wp.array(dtype=float), lo: wp.array(dtype=float),
               hi: wp.array(dtype=float), loss: wp.array(dtype=float)):
     loss[0] = total[0] + 3.0 * lo[0] - 2.0 * hi[0] * hi[0]

@@ -131,7 +131,8 @@ def k_int(x: wp.array(dtype=Any), y: wp.array(dtype=Any), z: wp.array(dtype=Any)
 
 VEC_S = ["dot2", "dot3", "dot4", "length2", "length3", "length4", "length_sq3", "length_sq4",
          "min4", "max4", "norm_l2", "dot6"]
-VEC_U = ["argmin", "argmax"]
+VEC_U = ["argmin", "argmax", "isnan3", "isinf3", "isfinite3", "isnan4", "isfinite_m33",
+         "isinf_q"]
 VEC3 = ["cross", "normalize3", "mul_vs", "mul_sv", "div_vs", "div_sv", "add", "sub", "neg",
         "cw_mul", "cw_div", "mod", "min", "max", "abs", "lerp", "div_approx"]
 VEC2 = ["normalize2", "mul_vs", "div_sv", "lerp"]
@@ -162,6 +163,12 @@ def k_vec(a2: wp.array(dtype=Any), b2: wp.array(dtype=Any), a3: wp.array(dtype=A
     os[i, 11] = wp.dot(a6[i], b6[i])
     ou[i, 0] = int(wp.argmin(a4[i]))
     ou[i, 1] = int(wp.argmax(a4[i]))
+    ou[i, 2] = int(wp.isnan(u))
+    ou[i, 3] = int(wp.isinf(u))
+    ou[i, 4] = int(wp.isfinite(u))
+    ou[i, 5] = int(wp.isnan(a4[i]))
+    ou[i, 6] = int(wp.isfinite(wp.outer(u, v)))
+    ou[i, 7] = int(wp.isinf(wp.quaternion(u, s)))
     o3[i, 0] = wp.cross(u, v)
     o3[i, 1] = wp.normalize(u)
     o3[i, 2] = u * s
@@ -405,11 +412,12 @@ def k_f32(a3: wp.array(dtype=wp.vec3), qa: wp.array(dtype=wp.quat),
     o6[i, 1] = wp.transform_wrench(ta[i], a6[i])
 
 
-ATOMIC = ["add", "sub", "min", "max", "add_old", "min_old"]
+ATOMIC = ["add", "sub", "min", "max", "add_old", "min_old", "min_z", "max_z"]
 
 
 @wp.kernel
-def k_atomic(x: wp.array(dtype=Any), y: wp.array(dtype=Any), o: wp.array2d(dtype=Any)):
+def k_atomic(x: wp.array(dtype=Any), y: wp.array(dtype=Any), z: wp.array(dtype=Any),
+             o: wp.array2d(dtype=Any)):
     # One thread per row: the read-modify-write results, not the ordering, are compared.
     i = wp.tid()
     o[i, 0] = x[i]
@@ -422,3 +430,8 @@ def k_atomic(x: wp.array(dtype=Any), y: wp.array(dtype=Any), o: wp.array2d(dtype
     wp.atomic_max(o, i, 3, y[i])
     o[i, 4] = wp.atomic_add(o, i, 0, y[i])
     o[i, 5] = wp.atomic_min(o, i, 2, x[i])
+    # z holds NaN, infinities and signed zeros: a NaN in memory gives way, as fmin/fmax do
+    o[i, 6] = z[i]
+    o[i, 7] = z[i]
+    wp.atomic_min(o, i, 6, y[i])
+    wp.atomic_max(o, i, 7, x[i])

@@ -224,7 +224,7 @@ PROGRAMS = {
                {"": (SCALAR, "scalar"), "flag": (SCALAR_FLAGS, "scalar")}),
     "int": (k_int, INT_TYPES, _SCALAR_IN[:3], {"": (INT[:-1], "scalar"), "count": (INT[-1:],
                                                                                   "int32")}),
-    "atomic": (k_atomic, ["float32", "float64"], _SCALAR_IN[:2], {"": (ATOMIC, "scalar")}),
+    "atomic": (k_atomic, ["float32", "float64"], _SCALAR_IN[:3], {"": (ATOMIC, "scalar")}),
     "vec": (k_vec, PRECISIONS,
             [(f"{ab}{d}", kind) for d, kind in ((2, "vec2"), (3, "vec3"), (4, "vec4"),
                                                  (6, "spatial_vector")) for ab in "ab"]

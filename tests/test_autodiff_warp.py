@@ -84,7 +84,7 @@ def assert_close(have: np.ndarray, want: np.ndarray, what: str) -> None:
         np.testing.assert_array_equal(have, want, err_msg=what)
         return
     rtol = 1e-12 if want.dtype == np.float64 else 1e-5
-    scale = float(np.max(np.abs(want), initial=0.0))
+    scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0))
     np.testing.assert_allclose(have, want, rtol=rtol, atol=rtol * scale, err_msg=what)
 
 

@@ -225,6 +225,19 @@ def test_atomic_min_max_return_old_values_in_order():
     np.testing.assert_array_equal(olds[:, 1], np.maximum.accumulate(np.append(-0.5, v))[:-1])
 
 
+def test_float_atomic_min_max_treat_nan_as_missing():
+    """As fminf/fmaxf (and Warp): a NaN value leaves the element, a NaN element gives way."""
+    v = np.random.default_rng(9).uniform(-1, 1, 200).astype(np.float32)
+    v[[3, 50, 51, 199]] = np.nan
+    total = np.zeros(3, np.float32)
+    lo, hi = np.full(1, np.nan, np.float32), np.full(1, np.nan, np.float32)
+    olds = poisoned((200, 2), np.float32)
+    run(K.atomics_float).launch(200, [v, total, lo, hi, olds], block_dim=256)  # tid order
+    np.testing.assert_array_equal(olds[:, 0], np.fmin.accumulate(np.append(np.nan, v))[:-1])
+    np.testing.assert_array_equal(olds[:, 1], np.fmax.accumulate(np.append(np.nan, v))[:-1])
+    assert lo[0] == np.nanmin(v) and hi[0] == np.nanmax(v)
+
+
 @pytest.mark.parametrize("t", [T.int32, T.int64, T.uint32, T.int16], ids=repr)
 def test_int_atomics(t):
     n = 300

@@ -348,6 +348,37 @@ def test_atomics_return_old_values_and_accumulate(dtype, rng):
     assert o[3].min() == 0 and (o[3] <= v.max()).all()
 
 
+@kc.kernel
+def atomic_minmax_nan(slot: kc.array(dtype=typing.Any), value: kc.array(dtype=typing.Any),
+                      lo: kc.array(dtype=typing.Any), hi: kc.array(dtype=typing.Any),
+                      shared: kc.array(dtype=typing.Any)):
+    i = kc.tid()
+    lo[i] = slot[i]  # each thread owns its element: a plain read-modify-write
+    hi[i] = slot[i]
+    kc.atomic_min(lo, i, value[i])
+    kc.atomic_max(hi, i, value[i])
+    kc.atomic_min(shared, 0, value[i])  # all threads on one element: a real atomic
+    kc.atomic_max(shared, 1, value[i])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_atomic_min_max_treat_nan_as_missing(dtype, rng):
+    # Warp's rule (fmin/fmax): a NaN value leaves the element alone, a NaN element gives way.
+    n = 64
+    slot = nonzero(rng, n, dtype, -4, 4)
+    value = nonzero(rng, n, dtype, -4, 4)
+    slot[::3] = np.nan
+    value[1::4] = np.nan
+    t = kc.types.from_numpy_dtype(np.dtype(dtype))
+    lo, hi = poisoned(n, dtype), poisoned(n, dtype)
+    shared = kc.array(np.full(2, np.nan, dtype), dtype=t)
+    kc.launch(atomic_minmax_nan, n, inputs=[kc.array(slot, dtype=t), kc.array(value, dtype=t),
+                                           lo, hi, shared])
+    np.testing.assert_array_equal(lo.numpy(), np.fmin(slot, value))
+    np.testing.assert_array_equal(hi.numpy(), np.fmax(slot, value))
+    np.testing.assert_array_equal(shared.numpy(), [np.nanmin(value), np.nanmax(value)])
+
+
 def test_float_atomic_add_under_heavy_contention(rng):
     @kc.kernel
     def total(v: kc.array(dtype=float), out: kc.array(dtype=float)):

@@ -394,6 +394,10 @@ def atomic(ad, s: ir.Op) -> None:
             final = b.op(OpCode.ARRAY_LOAD, (ad.val(arr), *indices), dtype)
             v = ad.val(value)
             won = b.op(OpCode.EQ, (v, final), T.bool_)
+            if dtype.is_float:  # a NaN that was stored won too (NaN == NaN is false)
+                both_nan = b.op(OpCode.BITAND, (b.op(OpCode.NE, (v, v), T.bool_),
+                                                b.op(OpCode.NE, (final, final), T.bool_)), T.bool_)
+                won = b.op(OpCode.BITOR, (won, both_nan), T.bool_)
             ad.acc(value, _when(ad, won, g))
 
     _if_gradient_array(ad, shadow, emit)

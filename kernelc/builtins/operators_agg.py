@@ -138,3 +138,27 @@ extend("div", GROUP, "", Overload(("a", "b"), _scaled_rule(True), _scaled(OpCode
 # Warp's vector `%`: component-wise, truncated (C's `%`, fmod for floats); not for matrices.
 extend("mod", GROUP, "", Overload(("a", "b"), _same_vector_rule, _componentwise(OpCode.MOD)))
 extend("neg", GROUP, "", Overload(("x",), _neg_rule, _neg))
+
+
+# isnan / isinf are true when any component is, isfinite when every component is (Warp).
+def _float_agg_rule(types, weak):
+    (a,) = types
+    require(is_aggregate(a) and a.dtype.is_float, f"expected a float, got {a!r}")
+    return (a,), T.bool_
+
+
+def _any_or_all(test: str, combine: OpCode):
+    def expand(em, x: Value) -> Value:
+        parts = [em.call(test, (c,)) for c in comps(em, x)]
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = em.op(combine, (acc, p), T.bool_)
+        return acc
+
+    return expand
+
+
+for _name, _combine in (("isnan", OpCode.BITOR), ("isinf", OpCode.BITOR),
+                        ("isfinite", OpCode.BITAND)):
+    extend(_name, "scalar math", "",
+           Overload(("x",), _float_agg_rule, _any_or_all(_name, _combine)))

@@ -217,9 +217,11 @@ def _isfinite(em, x):
 
 
 for _name, _fn, _doc in (
-    ("isnan", _isnan, "True if x is NaN."),
-    ("isinf", _isinf, "True if x is positive or negative infinity."),
-    ("isfinite", _isfinite, "True if x is neither infinite nor NaN."),
+    ("isnan", _isnan, "True if x is NaN (a vector, matrix or quaternion: any component)."),
+    ("isinf", _isinf, "True if x is positive or negative infinity (an aggregate: any "
+     "component)."),
+    ("isfinite", _isfinite, "True if x is neither infinite nor NaN (an aggregate: every "
+     "component)."),
 ):
     register(_name, "scalar math", _doc,
              Overload(("x",), same_rule(1, check_float, result=T.bool_), _fn))

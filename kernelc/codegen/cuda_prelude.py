@@ -292,8 +292,8 @@ KC_FN kc_uint32 kc_atomic_min(kc_uint32* p, kc_uint32 v) { return atomicMin(p, v
 KC_FN kc_int64 kc_atomic_min(kc_int64* p, kc_int64 v) { return atomicMin(p, v); }
 KC_FN kc_uint64 kc_atomic_min(kc_uint64* p, kc_uint64 v) { return atomicMin(p, v); }
 template <typename S>
-KC_FN S kc_atomic_min(S* p, S v) {  // floats: stores v only where v < old (never a NaN)
-    return kc_atomic_rmw(p, [=](S old) { return v < old ? v : old; });
+KC_FN S kc_atomic_min(S* p, S v) {  // floats as fminf: a NaN value is ignored, a NaN old replaced
+    return kc_atomic_rmw(p, [=](S old) { return (v < old || old != old) ? v : old; });
 }
 
 KC_FN kc_int32 kc_atomic_max(kc_int32* p, kc_int32 v) { return atomicMax(p, v); }
@@ -302,7 +302,7 @@ KC_FN kc_int64 kc_atomic_max(kc_int64* p, kc_int64 v) { return atomicMax(p, v); 
 KC_FN kc_uint64 kc_atomic_max(kc_uint64* p, kc_uint64 v) { return atomicMax(p, v); }
 template <typename S>
 KC_FN S kc_atomic_max(S* p, S v) {
-    return kc_atomic_rmw(p, [=](S old) { return v > old ? v : old; });
+    return kc_atomic_rmw(p, [=](S old) { return (v > old || old != old) ? v : old; });
 }
 
 // Bitwise and / or / xor on 32- and 64-bit integers (the types Warp allows).
@@ -354,8 +354,8 @@ KC_FN S kc_atomic_cas(S* p, S c, S v) {  // floats compare by value, as == (and 
     }
 KC_HALF_ATOMIC(kc_atomic_add_f16, old + v)
 KC_HALF_ATOMIC(kc_atomic_sub_f16, old - v)
-KC_HALF_ATOMIC(kc_atomic_min_f16, v < old ? v : old)
-KC_HALF_ATOMIC(kc_atomic_max_f16, v > old ? v : old)
+KC_HALF_ATOMIC(kc_atomic_min_f16, (v < old || old != old) ? v : old)
+KC_HALF_ATOMIC(kc_atomic_max_f16, (v > old || old != old) ? v : old)
 
 // ---- loops -----------------------------------------------------------------------------
 

@@ -201,6 +201,8 @@ def _rmw_minmax(pick_new_if: str):
     def rmw(b, old, operands, t):
         (new,) = operands
         take = ops.compare(b, OpCode.LT if pick_new_if == "<" else OpCode.GT, new, old, t)
+        if t.is_float:  # as fmin/fmax (and atomicrmw): a NaN in memory is replaced
+            take = b.or_(take, b.fcmp_unordered("uno", old, old))
         return b.select(take, new, old)
 
     return rmw
