@@ -90,6 +90,15 @@ class ScalarType(Type):
     def __repr__(self) -> str:
         return self.name
 
+    # Warp's type classes are ctypes arrays; code written for Warp reads these attributes.
+    @property
+    def _length_(self) -> int:
+        return 1
+
+    @property
+    def _type_(self) -> type:
+        return _ctype(self)
+
 
 @dataclass(frozen=True, slots=True)
 class VectorType(Type):
@@ -131,6 +140,22 @@ class VectorType(Type):
     def __repr__(self) -> str:
         return self.name or f"vector({self.length}, {self.dtype.name})"
 
+    @property
+    def _length_(self) -> int:
+        return self.length
+
+    @property
+    def _shape_(self) -> tuple[int]:
+        return (self.length,)
+
+    @property
+    def _wp_scalar_type_(self) -> ScalarType:
+        return self.dtype
+
+    @property
+    def _type_(self) -> type:
+        return _ctype(self.dtype)
+
 
 @dataclass(frozen=True, slots=True)
 class MatrixType(Type):
@@ -161,6 +186,45 @@ class MatrixType(Type):
 
     def __repr__(self) -> str:
         return self.name or f"matrix({self.shape}, {self.dtype.name})"
+
+    @property
+    def _length_(self) -> int:
+        return self.count
+
+    @property
+    def _shape_(self) -> tuple[int, int]:
+        return self.shape
+
+    @property
+    def _wp_scalar_type_(self) -> ScalarType:
+        return self.dtype
+
+    @property
+    def _type_(self) -> type:
+        return _ctype(self.dtype)
+
+    @property
+    def _wp_row_type_(self) -> VectorType:
+        from kernelc.types_vec import vector
+
+        return vector(self.shape[1], self.dtype)
+
+    @property
+    def _wp_col_type_(self) -> VectorType:
+        from kernelc.types_vec import vector
+
+        return vector(self.shape[0], self.dtype)
+
+
+def _ctype(t: ScalarType) -> type:
+    """The ctypes type of a scalar's storage (float16 is stored as its 16 bits)."""
+    import ctypes
+
+    if t.is_bool:
+        return ctypes.c_bool
+    if t.is_float:
+        return {16: ctypes.c_uint16, 32: ctypes.c_float, 64: ctypes.c_double}[t.bits]
+    return getattr(ctypes, f"c_{'u' if t.kind == 'uint' else ''}int{t.bits}")
 
 
 def _is_host_value_of(obj: _Any, t: Type) -> bool:

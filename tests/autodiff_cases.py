@@ -263,6 +263,21 @@ def atomic_nan(rng):
 
 
 @case
+def atomic_vec(rng):
+    # component-wise updates: each component's gradient goes to the value that won it
+    named = arrays(v=(uniform(rng, (N, 3)), wp.vec3), m=(uniform(rng, (N, 2, 2)), wp.mat22),
+                   lo=(np.full((1, 3), 1e6, np.float32), wp.vec3),
+                   hi=(np.full((1, 2, 2), -1e6, np.float32), wp.mat22))
+    tape = wp.Tape()
+    with tape:
+        wp.launch(K.k_atomic_vec, dim=N, inputs=list(named.values()))
+    named["lo"].grad.fill_(1.0)
+    named["hi"].grad.fill_(3.0)
+    tape.backward()
+    return report(**named)
+
+
+@case
 def grid2d(rng):
     return single(K.k_grid, (5, 5), x=uniform(rng, (5, 5)), y=uniform(rng, (5, 5)))
 

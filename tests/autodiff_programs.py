@@ -443,6 +443,14 @@ def k_atomic_nan(lo: wp.array(dtype=float), hi: wp.array(dtype=float),
 
 
 @wp.kernel
+def k_atomic_vec(v: wp.array(dtype=wp.vec3), m: wp.array(dtype=wp.mat22),
+                 lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.mat22)):
+    i = wp.tid()
+    wp.atomic_min(lo, 0, v[i] * 2.0)
+    wp.atomic_max(hi, 0, m[i])
+
+
+@wp.kernel
 def k_combine(total: wp.array(dtype=float), lo: wp.array(dtype=float),
               hi: wp.array(dtype=float), loss: wp.array(dtype=float)):
     loss[0] = total[0] + 3.0 * lo[0] - 2.0 * hi[0] * hi[0]

@@ -44,6 +44,7 @@ NVRTC = {
     "break_continue_float64": (P.k_break_continue, [F64, F64, F64, kc.int32, F64]),
     "atomics": (P.k_atomics, None),
     "atomic_nan": (P.k_atomic_nan, None),
+    "atomic_vec": (P.k_atomic_vec, None),
     "grid2d": (P.k_grid, None),
     "write_then_read": (P.k_write_read, None),
     "linalg_float64": (P.k_linalg, [kc.array(dtype=kc.vec3d), kc.array(dtype=kc.mat33d),

@@ -357,3 +357,26 @@ def test_sign_of_vectors_is_component_wise(rng):
     np.testing.assert_array_equal(z.numpy(), np.stack([np.where(-i < 0, -1, 1),
                                                        np.ones(n)], axis=1))
     np.testing.assert_array_equal(kc.sign(kc.vec3(-2.0, 0.0, 3.0)), [-1.0, 1.0, 1.0])
+
+
+# ---- the ctypes-style attributes of Warp's type classes ---------------------------------
+
+
+@pytest.mark.parametrize("t, length, shape, scalar", [
+    (kc.vec3, 3, (3,), kc.float32), (kc.vec4h, 4, (4,), kc.float16),
+    (kc.types.matrix((2, 3), kc.float64), 6, (2, 3), kc.float64),
+    (kc.quatd, 4, (4,), kc.float64), (kc.transform, 7, (7,), kc.float32),
+    (kc.spatial_vector, 6, (6,), kc.float32)], ids=repr)
+def test_type_classes_have_warps_shape_attributes(t, length, shape, scalar):
+    assert (t._length_, t._shape_, t._wp_scalar_type_) == (length, shape, scalar)
+    # generic code sizes buffers from these: they agree with the arrays kernelc makes
+    a = kc.zeros(2, dtype=t)
+    assert a.numpy().shape == (2, *shape)
+    assert np.dtype(t._type_).itemsize * t._length_ == a.numpy().itemsize * np.prod(shape)
+
+
+def test_scalar_and_matrix_row_column_types():
+    assert kc.float32._length_ == 1 and kc.uint8._type_.__name__ == "c_ubyte"
+    assert kc.float16._type_.__name__ == "c_ushort" and kc.bool._type_.__name__ == "c_bool"
+    m = kc.types.matrix((2, 3), kc.float32)
+    assert m._wp_row_type_ == kc.vec3 and m._wp_col_type_ == kc.vec2

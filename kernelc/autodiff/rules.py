@@ -390,14 +390,27 @@ def atomic(ad, s: ir.Op) -> None:
             ad.acc(value, g)
         elif kind == "sub":
             ad.acc(value, neg(b, g))
-        elif isinstance(dtype, T.ScalarType):
+        else:
             final = b.op(OpCode.ARRAY_LOAD, (ad.val(arr), *indices), dtype)
             v = ad.val(value)
-            won = b.op(OpCode.EQ, (v, final), T.bool_)
-            if dtype.is_float:  # a NaN that was stored won too (NaN == NaN is false)
-                both_nan = b.op(OpCode.BITAND, (b.op(OpCode.NE, (v, v), T.bool_),
-                                                b.op(OpCode.NE, (final, final), T.bool_)), T.bool_)
-                won = b.op(OpCode.BITOR, (won, both_nan), T.bool_)
-            ad.acc(value, _when(ad, won, g))
+            if isinstance(dtype, T.ScalarType):
+                ad.acc(value, _when(ad, _stored(b, v, final), g))
+            else:  # vectors and matrices: component by component, as the update was
+                parts = []
+                for k in range(dtype.count):
+                    vk, fk, gk = (b.op(OpCode.EXTRACT, (x,), dtype.dtype, k) for x in (v, final, g))
+                    parts.append(_when(ad, _stored(b, vk, fk), gk))
+                ad.acc(value, b.op(OpCode.BUILD, tuple(parts), dtype))
 
     _if_gradient_array(ad, shadow, emit)
+
+
+def _stored(b, v: ir.Value, final: ir.Value) -> ir.Value:
+    """Whether an atomic min/max stored `v`: it equals the final element, or both are NaN
+    (a NaN that was stored won, though NaN == NaN is false)."""
+    won = b.op(OpCode.EQ, (v, final), T.bool_)
+    if v.type.is_float:
+        both_nan = b.op(OpCode.BITAND, (b.op(OpCode.NE, (v, v), T.bool_),
+                                        b.op(OpCode.NE, (final, final), T.bool_)), T.bool_)
+        won = b.op(OpCode.BITOR, (won, both_nan), T.bool_)
+    return won

@@ -71,8 +71,10 @@ _INDEX_NAMES = ("i", "j", "k", "l")
 _KINDS = (
     ("add", ("value",), "Atomically adds value to arr[i, ...]; returns the old value."),
     ("sub", ("value",), "Atomically subtracts value from arr[i, ...]; returns the old value."),
-    ("min", ("value",), "Atomically stores min(arr[i, ...], value); returns the old value."),
-    ("max", ("value",), "Atomically stores max(arr[i, ...], value); returns the old value."),
+    ("min", ("value",), "Atomically stores min(arr[i, ...], value); returns the old value. "
+     "Floats as fmin: a NaN value is ignored, a NaN element replaced."),
+    ("max", ("value",), "Atomically stores max(arr[i, ...], value); returns the old value. "
+     "Floats as fmax: a NaN value is ignored, a NaN element replaced."),
     ("and", ("value",),
      "Atomically stores arr[i, ...] & value (integer arrays); returns the old value."),
     ("or", ("value",),
