@@ -259,6 +259,13 @@ class StructType(Type):
     def __repr__(self) -> str:
         return self.name
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same struct's type, and to its `@kc.struct` class (so that
+        `a.dtype == Particle` holds for an array of them, as in Warp)."""
+        if isinstance(other, StructType):
+            return (self.name, self.fields, self.cls) == (other.name, other.fields, other.cls)
+        return self.cls is not None and other is self.cls
+
 
 _LAYOUTS: dict[int, tuple[StructType, tuple[int, ...], int]] = {}
 

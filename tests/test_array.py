@@ -340,6 +340,9 @@ def test_reshape_and_flatten(rng):
         a.transpose().reshape(12)
     with pytest.raises(ValueError, match="cannot reshape"):
         a.reshape((5, -1))
+    with pytest.raises(RuntimeError, match=r"cannot reshape array of shape \(3, 4\) \(size 12\) "
+                       r"into shape \(5, 2\) \(size 10\)"):  # Warp's class and wording
+        a.reshape((5, 2))
 
 
 def test_repr_str_and_list(rng):

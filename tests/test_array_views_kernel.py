@@ -139,7 +139,9 @@ def test_view_errors_point_at_the_code():
         c = b[0, 1:]
         c[0] = 1.0
 
-    for kernel, message in ((zero_step, "slice step cannot be zero"),
+    with pytest.raises(kc.WarpCodegenValueError, match="Slice step cannot be zero"):
+        kc.compile(zero_step)  # Warp's class and wording
+    for kernel, message in ((zero_step, "Slice step cannot be zero"),
                             (float_bound, "slice bounds must be integers"),
                             (too_many, "too many indices")):
         with pytest.raises(kc.KernelError, match=message) as info:
@@ -176,3 +178,31 @@ def test_vector_and_matrix_slices_are_new_values(rng):
     np.testing.assert_array_equal(out3.numpy()[:, 0], v_np[:, ::-1])
     np.testing.assert_array_equal(out3.numpy()[:, 1], m_np[:, -1])
     np.testing.assert_array_equal(outm.numpy(), m_np[:, 1:, ::2])
+
+
+@kc.kernel
+def rank_and_rebinding(a: kc.array2d(dtype=float), out: kc.array(dtype=int)):
+    sub = a[:2]
+    out[0] = sub.ndim * 100 + sub.shape[0] * 10 + sub.shape[2]
+    sub = a[1]  # another rank, in the block that made `sub` (Warp allows it)
+    out[1] = sub.ndim * 100 + sub.shape[0] * 10 + sub.shape[1]
+    row = a[0]
+    out[2] = row.ndim + a.ndim * 10
+
+
+def test_ndim_unused_shape_entries_and_rebinding_array_locals():
+    out = kc.full(3, -7, dtype=int)
+    kc.launch(rank_and_rebinding, 1, inputs=[kc.zeros((4, 5), dtype=float), out])
+    assert out.numpy().tolist() == [220, 150, 21]
+
+
+def test_rebinding_an_array_local_inside_a_branch_is_refused():
+    @kc.kernel
+    def branchy(a: kc.array2d(dtype=float), flag: int):
+        sub = a[:2]
+        if flag > 0:
+            sub = a[1]
+        sub[0] = 1.0
+
+    with pytest.raises(kc.KernelError, match="cannot become a tuple or an array view"):
+        kc.compile(branchy)

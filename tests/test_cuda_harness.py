@@ -379,6 +379,17 @@ def test_array_views():
         assert out[i, 2] == block[i % block.shape[0], 1] + src[i, 3]
 
 
+def test_negative_indices_count_from_the_end():
+    rng = np.random.default_rng(13)
+    src = rng.uniform(-1, 1, (5, 7)).astype(np.float32)
+    out = np.zeros((5, 7), np.float32)
+    run(K.negative_indices).launch(5, [src, out])
+    for i in range(5):
+        assert out[i, -1] == src[i - 1, -2]
+        assert out[i, 0] == src[-1, -i - 1] + src[-2, 1]
+    np.testing.assert_array_equal(out[:, 1], np.ones(5, np.float32))
+
+
 def test_print(capfd):
     a = np.array([3, -4], np.int32)
     f = np.array([1.5, -0.25], np.float32)

@@ -229,8 +229,16 @@ def test_array_cast_copy_and_view_between_types():
     with pytest.raises(TypeError, match="one dtype"):
         kc.copy(source, scalars)
     assert source.view(kc.float64).shape == (7, 2)
-    with pytest.raises(TypeError, match="components are 8 bytes"):
+    with pytest.raises(TypeError, match="source scalar dtype float64 has size 8 bytes, but "
+                       "target dtype has size 4 bytes"):  # Warp's wording
         source.view(kc.float32)
+    with pytest.raises(TypeError, match="cannot create an array view with dtype vec4f from "
+                       "source dtype float64: source dtype has size 8 bytes, but target scalar "
+                       "dtype float32 has size 4 bytes"):
+        scalars.view(kc.vec4)
+    with pytest.raises(TypeError, match="dtype uint16 from source dtype float64: source dtype "
+                       "has size 8 bytes, but target dtype has size 2 bytes"):
+        scalars.view(kc.uint16)
     assert kc.types.type_size_in_bytes(kc.vec2d) == 16
 
 

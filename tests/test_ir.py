@@ -49,10 +49,10 @@ kernel golden(%1: array(dtype=float32, ndim=1) (a), %2: int32 (n))
   %3: int32 = tid [(0, 0)]()
   %6: bool = lt(%3, %2)
   if %6:
-    %8: float32 = array_load(%1, %3)
-    %9: float32 = const [2.0]()
-    %10: float32 = mul(%8, %9)
-    %1[%3] <- %10"""
+    %13: float32 = array_load(%1, %3)
+    %14: float32 = const [2.0]()
+    %15: float32 = mul(%13, %14)
+    %1[%3] <- %15"""
 
 
 def test_golden_ir_text():

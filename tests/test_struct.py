@@ -348,3 +348,18 @@ def test_module_hash_follows_struct_fields_not_identity(tmp_path):
         assert redefined("float") != first
     finally:
         del sys.modules[module.__name__]
+
+
+def test_an_array_of_structs_dtype_equals_its_class():
+    @kc.struct
+    class Body:
+        mass: float
+
+    @kc.struct
+    class Twin:  # the same fields, another struct
+        mass: float
+
+    bodies = kc.zeros(3, dtype=Body)
+    assert bodies.dtype == Body and Body == bodies.dtype and bodies.dtype != Twin
+    assert bodies.dtype != kc.zeros(1, dtype=Twin).dtype
+    assert {bodies.dtype: 1}[kc.zeros(1, dtype=Body).dtype] == 1

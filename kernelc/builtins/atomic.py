@@ -10,7 +10,7 @@ arrays first (`indexed_array.py`), so the op itself always updates a plain array
 from __future__ import annotations
 
 from kernelc import types as T
-from kernelc.builtins import indexed_array
+from kernelc.builtins import array_index, indexed_array
 from kernelc.builtins.registry import Overload, register
 from kernelc.ir.nodes import OpCode
 
@@ -62,6 +62,9 @@ def _make(kind: str):
         if isinstance(arr.type, T.IndexedArrayType):  # the element through the index arrays
             arr, indices = indexed_array.element(em, arr, rest[:arr.type.ndim])
             rest = (*indices, *rest[len(indices):])
+        else:
+            ndim = arr.type.ndim
+            rest = (*array_index.wrapped(em, arr, rest[:ndim]), *rest[ndim:])
         return em.op(OpCode.ATOMIC, (arr, *rest), arr.type.dtype, attr=kind)
 
     return expand

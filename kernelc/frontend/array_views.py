@@ -15,7 +15,8 @@ import ast
 from typing import Any
 
 from kernelc import types as T
-from kernelc.errors import KernelError
+from kernelc.builtins import array_index
+from kernelc.errors import KernelError, WarpCodegenValueError
 from kernelc.frontend.builder import Val
 from kernelc.ir.nodes import OpCode
 
@@ -60,7 +61,7 @@ def slice_bounds(lowerer: Any, size: Any, node: ast.Slice) -> tuple[Any, Any, An
 
     start, stop, step = (operand(p) for p in (node.lower, node.upper, node.step))
     if step is not None and step.const == 0:
-        raise KernelError("slice step cannot be zero")
+        raise WarpCodegenValueError("Slice step cannot be zero")
     step_v = ints.const(1) if step is None else lowerer.b.cast(step.value, I32)
     zero, one, minus_one = ints.const(0), ints.const(1), ints.const(-1)
     forward = ints.test(OpCode.GT, step_v, zero)
@@ -103,7 +104,7 @@ def array_view(lowerer: Any, array: Val, parts: list[Val | ast.Slice]) -> Val:
             operands.extend(slice_bounds(lowerer, size, part))
         else:
             kinds.append("i")
-            operands.append(b.cast(part.value, I32))
+            operands.extend(array_index.wrapped(b, array.value, [b.cast(part.value, I32)], axis))
     ndim = kinds.count("s")
     if ndim == 0:
         raise KernelError("a view needs at least one slice or unindexed axis")
@@ -144,7 +145,7 @@ def slice_positions(lowerer: Any, t: T.VectorType | T.MatrixType,
             bounds = [None if p is None else _constant(lowerer, p, "slice bound of a vector "
                       "or matrix") for p in (node.lower, node.upper, node.step)]
             if bounds[2] == 0:
-                raise KernelError("slice step cannot be zero")
+                raise WarpCodegenValueError("Slice step cannot be zero")
             axes.append(list(range(*slice(*bounds).indices(size))))
         else:
             index = _constant(lowerer, node, "index next to a slice of a vector or matrix")
@@ -162,3 +163,14 @@ def slice_positions(lowerer: Any, t: T.VectorType | T.MatrixType,
     if len(kept) == 2:
         return flat, matrix((len(kept[0]), len(kept[1])), t.dtype)
     return flat, vector(len(kept[0]), t.dtype)
+
+
+def shape_entry(lowerer: Any, ref: Any, axis: int) -> Val:
+    """`a.shape[axis]` (a `ShapeRef`, of a view `a[i]` too): Warp's shapes have four
+    entries, so those past the rank read 0."""
+    ndim = ref.array.type.ndim - ref.skip
+    if ndim <= axis < 4:
+        return Val(lowerer.b.const(0, I32), const=0)
+    if not 0 <= axis < ndim:
+        raise KernelError(f"shape index {axis} out of range for a {ndim}-d array")
+    return Val(lowerer.array_dim(ref.array, ref.skip + axis))

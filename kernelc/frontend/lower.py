@@ -97,6 +97,7 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         self.unrolled_values: dict[str, int] = {}
         self.loop_depth = 0
         self.tile_homes: dict[str, list] = {}  # see TileLowering.assign_tile_name
+        self.slot_blocks: dict[int, list] = {}  # the block each local's slot was made in
         self.tile_in_place = False
         self.return_types = return_annotation
 
@@ -216,12 +217,16 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             raise KernelError(f"local array '{name}' cannot be reassigned")
         # A view `v = a[i]` is bound as it is, like a tuple: it names the array and indices.
         if isinstance(value, (PyObj, TupleVal, StorageHandle, ArrayView)):
-            if isinstance(bound, ir.Slot):
+            if isinstance(bound, ir.Slot) and not (
+                    isinstance(value, ArrayView) and self._rebinds_array(bound)):
                 raise KernelError(f"'{name}' holds a {bound.type!r}; it cannot become a tuple "
                                   f"or an array view")
             self.names[name] = value
             return
         value = self.as_val(value, node)
+        if isinstance(bound, ir.Slot) and value.type != bound.type and \
+                isinstance(value.type, T.ArrayType) and self._rebinds_array(bound):
+            bound = None
         if isinstance(bound, ir.Slot):
             if value.type != bound.type:
                 if not value.weak:
@@ -235,8 +240,16 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         slot = self.b.new_slot(name, value.type)
         self.b.store(slot, value.value)
         self.names[name] = slot
+        self.slot_blocks[slot.id] = self.b.current_block()
         if value.const is not None:
             self.first_consts[name] = value.const
+
+    def _rebinds_array(self, bound: ir.Slot) -> bool:
+        """Whether an array local may be rebound to a view of another type (`sub = a[:2]`
+        then `sub = a[1]`), as Warp allows: only in the block that made it, so every later
+        read sees one binding."""
+        return isinstance(bound.type, T.ArrayType) and \
+            self.slot_blocks.get(bound.id) is self.b.current_block()
 
     def eval_annotation(self, node: ast.expr) -> T.Type:
         value = self.visit(node)

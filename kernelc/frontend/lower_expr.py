@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from kernelc import types as T
-from kernelc.builtins import BUILTINS, Builtin, Expansion, indexed_array
+from kernelc.builtins import BUILTINS, Builtin, Expansion, array_index, indexed_array
 from kernelc.builtins.registry import unify
 from kernelc.errors import KernelError, WarpCodegenAttributeError, WarpCodegenTypeError
 from kernelc.frontend import host_values
@@ -129,15 +129,17 @@ class ExprLowering:
             if not hasattr(base.obj, node.attr):
                 raise WarpCodegenAttributeError(f"{_describe(base.obj)} has no attribute '{node.attr}'")
             return self.from_python(getattr(base.obj, node.attr), node)
-        if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES) and node.attr == "shape":
-            return ShapeRef(base)
-        if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES) and node.attr == "dtype":
-            return PyObj(base.type.dtype)  # `a.dtype(x)` converts, as in Warp's generic code
-        if isinstance(base, ArrayView) and node.attr in ("shape", "dtype"):  # of `v = a[i]`
-            if node.attr == "dtype":
+        if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES):
+            base = ArrayView(base, ())
+        if isinstance(base, ArrayView) and node.attr in ("shape", "dtype", "ndim"):  # `a[i]`
+            if node.attr == "dtype":  # `a.dtype(x)` converts, as in Warp's generic code
                 return PyObj(base.array.type.dtype)
+            if node.attr == "ndim":
+                ndim = base.array.type.ndim - len(base.indices)
+                return Val(self.b.const(ndim, T.int32), const=ndim)
             return ShapeRef(base.array, len(base.indices))
-        return self.value_attribute(base, node.attr, node)
+        return self.value_attribute(base.array if isinstance(base, ArrayView) and
+                                    not base.indices else base, node.attr, node)
 
     def value_attribute(self, base: Any, attr: str, node: ast.AST):
         t = base.type if isinstance(base, Val) else type(base).__name__
@@ -172,10 +174,9 @@ class ExprLowering:
                 if not -len(items.items) <= axis < len(items.items):
                     raise KernelError(f"tuple index {axis} out of range")
                 return items.items[axis]
-            ndim = base.array.type.ndim - base.skip
-            if not 0 <= axis < ndim:
-                raise KernelError(f"shape index {axis} out of range for a {ndim}-d array")
-            return Val(self.array_dim(base.array, base.skip + axis))
+            from kernelc.frontend.array_views import shape_entry
+
+            return shape_entry(self, base, axis)
         if any(isinstance(n, ast.Slice) for n in index_nodes):
             return self.sliced(base, index_nodes)
         indices = tuple(self.index_value(n) for n in index_nodes)
@@ -222,7 +223,7 @@ class ExprLowering:
         is looked up through its index arrays (`builtins/indexed_array.py`)."""
         if isinstance(arr.type, T.IndexedArrayType):
             return indexed_array.element(self.b, arr.value, tuple(i.value for i in indices))
-        return arr.value, tuple(i.value for i in indices)
+        return arr.value, array_index.wrapped(self.b, arr.value, [i.value for i in indices])
 
     def array_dim(self, arr: Val, axis: int):
         """The int32 size of dimension `axis` of an array or indexed array."""

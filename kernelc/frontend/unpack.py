@@ -88,7 +88,7 @@ def _array_slice_items(lowerer: Any, view: ArrayView, node: ast.Subscript) -> li
     bounds = [_bound(lowerer, p, default) for p, default in
               ((part.lower, 0), (part.upper, None), (part.step, 1))]
     if bounds[2] == 0:
-        raise WarpCodegenValueError("slice step cannot be zero")
+        raise WarpCodegenValueError("Slice step cannot be zero")
     if bounds[2] < 0:
         raise WarpCodegenValueError("slice step cannot be negative for arrays")
     if bounds[0] < 0 or bounds[1] < 0:

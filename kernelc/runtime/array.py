@@ -37,6 +37,11 @@ from kernelc.types import float32 as _float32
 Devicelike = Device | str | None
 
 
+
+class ReshapeError(ValueError, RuntimeError):
+    """A shape that does not fit the array's size (NumPy raises ValueError, Warp
+    RuntimeError: either catches it)."""
+
 class array(GradMixin, AccessMixin, ArithmeticMixin):
     """A strided array of 1 to 4 dimensions on a device (Warp's `wp.array`).
 
@@ -385,11 +390,13 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         if -1 in dims:
             known = math.prod(n for n in dims if n != -1)
             if known == 0 or self.size % known:
-                raise ValueError(f"cannot reshape an array of size {self.size} into {dims}")
+                raise ReshapeError(f"cannot reshape array of shape {self.shape} (size "
+                                   f"{self.size}) into shape {dims}")
             dims = tuple(self.size // known if n == -1 else n for n in dims)
         dims = normalize_shape(dims)
         if math.prod(dims) != self.size:
-            raise ValueError(f"cannot reshape an array of size {self.size} into {dims}")
+            raise ReshapeError(f"cannot reshape array of shape {self.shape} (size {self.size}) "
+                               f"into shape {dims} (size {math.prod(dims)})")
         if not self.is_contiguous:
             raise RuntimeError("reshaping a non-contiguous array is not supported; "
                                "call .contiguous() first")

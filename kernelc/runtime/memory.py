@@ -92,7 +92,7 @@ def normalize_shape(shape: Shapelike) -> tuple[int, ...]:
         raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got shape {dims}")
     for axis, n in enumerate(dims):
         if n < 0:
-            raise ValueError(f"array shapes must be non-negative, got {n} in dimension {axis}")
+            raise ValueError(f"Array shapes must be non-negative, got {n} in dimension {axis}")
     return dims
 
 
@@ -553,16 +553,16 @@ def view_layout(shape: tuple[int, ...], strides: tuple[int, ...], source: T.Type
         return shape, strides
     if isinstance(dtype, T.ScalarType) and isinstance(source, (T.VectorType, T.MatrixType)):
         if dtype.size != source.dtype.size:
-            raise TypeError(f"cannot view an array of {source!r} as {dtype!r}: its "
-                            f"{source.dtype!r} components are {source.dtype.size} bytes, "
-                            f"{dtype!r} is {dtype.size}")
+            raise TypeError(f"{_cannot_view(source, dtype)}: source scalar dtype "
+                            f"{source.dtype.__name__} has size {source.dtype.size} bytes, but "
+                            f"target dtype has size {dtype.size} bytes")
         inner = element_layout(source)[1]
         return (*shape, *inner), (*strides, *contiguous_strides(inner, dtype.size))
     if isinstance(source, T.ScalarType) and isinstance(dtype, (T.VectorType, T.MatrixType)):
         if source.size != dtype.dtype.size:
-            raise TypeError(f"cannot view an array of {source!r} as {dtype!r}: its "
-                            f"components are {dtype.dtype.size} bytes, {source!r} is "
-                            f"{source.size}")
+            raise TypeError(f"{_cannot_view(source, dtype)}: source dtype has size "
+                            f"{source.size} bytes, but target scalar dtype "
+                            f"{dtype.dtype.__name__} has size {dtype.dtype.size} bytes")
         inner = element_layout(dtype)[1]
         if shape[-len(inner):] != inner or len(shape) < len(inner):
             raise ValueError(f"cannot view an array of shape {shape} as {dtype!r}: its "
@@ -572,5 +572,10 @@ def view_layout(shape: tuple[int, ...], strides: tuple[int, ...], source: T.Type
                              "its trailing dimensions must be contiguous")
         # A single element would give a 0-d array, which arrays cannot be: keep one axis.
         return shape[:-len(inner)] or (1,), strides[:-len(inner)] or (dtype.size,)
-    raise TypeError(f"cannot view an array of {source!r} ({source.size} bytes) as {dtype!r} "
-                    f"({dtype.size} bytes)")
+    raise TypeError(f"{_cannot_view(source, dtype)}: source dtype has size {source.size} "
+                    f"bytes, but target dtype has size {dtype.size} bytes")
+
+
+def _cannot_view(source: T.Type, dtype: T.Type) -> str:
+    return (f"cannot create an array view with dtype {dtype.__name__} from source dtype "
+            f"{source.__name__}")

@@ -283,6 +283,15 @@ def views(src: arr(T.float32, 2), out: arr(T.float32, 2)):
 
 
 @kc.kernel
+def negative_indices(src: arr(T.float32, 2), out: arr(T.float32, 2)):
+    i = kc.tid()
+    out[i, -1] = src[i - 1, -2]  # row -1 is the last row, column -2 the one before last
+    last = src[-1]
+    out[i, 0] = last[-i - 1] + src[-2, :3][1]
+    kc.atomic_add(out, -1 - i, 1, 1.0)
+
+
+@kc.kernel
 def printer(a: I32, f: F32):
     i = kc.tid()
     print("row", i, a[i], f[i], a[i] > 0)
@@ -355,7 +364,7 @@ SPECIALISATIONS: tuple[tuple[Any, tuple[T.Type, ...] | None], ...] = (
     (randoms, None),
     *((math_unit, float_ops_types(t)) for t in (T.float32, T.float64)),
     (local_arrays, None), (tid_1d, None), (tid_2d, None), (tid_3d, None), (tid_4d, None),
-    (strided, None), (views, None), (printer, None), (debug_checks, None), (halves, None), (saxpy, None),
+    (strided, None), (views, None), (negative_indices, None), (printer, None), (debug_checks, None), (halves, None), (saxpy, None),
 )
 
 
