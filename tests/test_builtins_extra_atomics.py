@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import kernelc as kc
+from kernelc.ir.passes import run_pipeline
 from tests.builtins_extra_kernels import (
     _slots,
     bitwise_and_exchange,
@@ -126,7 +127,7 @@ def test_component_wise_atomics_on_vector_arrays():
 def test_thread_private_atomics_are_plain_updates():
     from kernelc.ir.analysis import thread_private_params
 
-    fn = own_element.get_ir(own_element.param_types).kernel
+    fn = run_pipeline(own_element.get_ir(own_element.param_types)).kernel  # as compiled
     assert {p.id for p in fn.params[:2]} == set(thread_private_params(fn))
     n = 100
     a = kc.array(np.arange(n, dtype=np.int32) % 7)

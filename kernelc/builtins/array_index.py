@@ -5,8 +5,9 @@ plain array takes its indices through `wrapped`; indexed arrays do the same in
 
 An index that is plainly never negative (a constant, the thread index, a shape, sums and
 products of those) is left alone, so the common `a[i]` keeps its affine form for the CPU
-backend's vector loads and stores; any other index gets `i < 0 ? i + n : i`, which LLVM
-removes where it can prove more.
+backend's vector loads and stores. Any other index gets `i < 0 ? i + n : i`; constant
+propagation drops the test again once slot forwarding shows the index is one of those
+(`i = kc.tid()` then `a[i]`, a `range` counter from zero).
 """
 
 from __future__ import annotations

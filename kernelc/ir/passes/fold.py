@@ -21,10 +21,10 @@ def constant_propagation(fn: ir.Function) -> ir.Function:
     def block(b: ir.Block) -> ir.Block:
         out = []
         for s in b:
-            # (again after the regions: a while's condition is made in its cond_body)
             s = substitute(s, subst)
             if isinstance(s, ir.For):
                 defs[s.var.id] = s
+            # (again after the regions: a while's condition is made in its cond_body)
             s = substitute(map_regions(s, block), subst)
             if isinstance(s, ir.Op):
                 s = _fold(_fold_sign_test(s, defs), consts)
