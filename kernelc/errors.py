@@ -108,6 +108,11 @@ class WarpCodegenKeyError(KernelError, KeyError):
     """An unknown name in kernel code (Warp's name; also a KeyError)."""
 
 
+class ReshapeError(ValueError, RuntimeError):
+    """A shape that does not fit an array's size (NumPy raises ValueError, Warp
+    RuntimeError: either catches it)."""
+
+
 class WarpCodegenValueError(KernelError, ValueError):
     """A bad value in kernel code (Warp's name; also a ValueError)."""
 

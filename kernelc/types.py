@@ -100,8 +100,27 @@ class ScalarType(Type):
         return _ctype(self)
 
 
+class _CompositeAttrs:
+    """The attributes of Warp's vector and matrix classes (ctypes arrays) that code written
+    for Warp reads: `_length_` components, `_wp_scalar_type_`, `_type_` (ctypes)."""
+
+    __slots__ = ()
+
+    @property
+    def _length_(self) -> int:
+        return self.count
+
+    @property
+    def _wp_scalar_type_(self) -> ScalarType:
+        return self.dtype
+
+    @property
+    def _type_(self) -> type:
+        return _ctype(self.dtype)
+
+
 @dataclass(frozen=True, slots=True)
-class VectorType(Type):
+class VectorType(_CompositeAttrs, Type):
     """A fixed-length vector of scalars (`vec3` = VectorType(3, float32))."""
 
     length: int
@@ -141,24 +160,12 @@ class VectorType(Type):
         return self.name or f"vector({self.length}, {self.dtype.name})"
 
     @property
-    def _length_(self) -> int:
-        return self.length
-
-    @property
     def _shape_(self) -> tuple[int]:
         return (self.length,)
 
-    @property
-    def _wp_scalar_type_(self) -> ScalarType:
-        return self.dtype
-
-    @property
-    def _type_(self) -> type:
-        return _ctype(self.dtype)
-
 
 @dataclass(frozen=True, slots=True)
-class MatrixType(Type):
+class MatrixType(_CompositeAttrs, Type):
     """A row-major matrix of scalars (`mat33` = MatrixType((3, 3), float32))."""
 
     shape: tuple[int, int]
@@ -188,20 +195,8 @@ class MatrixType(Type):
         return self.name or f"matrix({self.shape}, {self.dtype.name})"
 
     @property
-    def _length_(self) -> int:
-        return self.count
-
-    @property
     def _shape_(self) -> tuple[int, int]:
         return self.shape
-
-    @property
-    def _wp_scalar_type_(self) -> ScalarType:
-        return self.dtype
-
-    @property
-    def _type_(self) -> type:
-        return _ctype(self.dtype)
 
     @property
     def _wp_row_type_(self) -> VectorType:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from kernelc.errors import ReshapeError
 from kernelc.runtime import memory
 from kernelc.runtime.array_access import AccessMixin
 from kernelc.runtime.array_grad import GradMixin, copy_grads, init_grad, view_grad
@@ -36,11 +37,6 @@ from kernelc.types import float32 as _float32
 
 Devicelike = Device | str | None
 
-
-
-class ReshapeError(ValueError, RuntimeError):
-    """A shape that does not fit the array's size (NumPy raises ValueError, Warp
-    RuntimeError: either catches it)."""
 
 class array(GradMixin, AccessMixin, ArithmeticMixin):
     """A strided array of 1 to 4 dimensions on a device (Warp's `wp.array`).
