@@ -97,7 +97,9 @@ class ScalarType(Type):
 
     @property
     def _type_(self) -> type:
-        return _ctype(self)
+        from kernelc.types_query import type_ctype
+
+        return type_ctype(self)
 
 
 class _CompositeAttrs:
@@ -116,7 +118,9 @@ class _CompositeAttrs:
 
     @property
     def _type_(self) -> type:
-        return _ctype(self.dtype)
+        from kernelc.types_query import type_ctype
+
+        return type_ctype(self.dtype)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,17 +213,6 @@ class MatrixType(_CompositeAttrs, Type):
         from kernelc.types_vec import vector
 
         return vector(self.shape[0], self.dtype)
-
-
-def _ctype(t: ScalarType) -> type:
-    """The ctypes type of a scalar's storage (float16 is stored as its 16 bits)."""
-    import ctypes
-
-    if t.is_bool:
-        return ctypes.c_bool
-    if t.is_float:
-        return {16: ctypes.c_uint16, 32: ctypes.c_float, 64: ctypes.c_double}[t.bits]
-    return getattr(ctypes, f"c_{'u' if t.kind == 'uint' else ''}int{t.bits}")
 
 
 def _is_host_value_of(obj: _Any, t: Type) -> bool:

@@ -69,6 +69,18 @@ def single(kernel, dim, dtype=np.float32, extra=(), **values):
     return report(loss, **named)
 
 
+def seeded(kernel, named, extra, **seeds):
+    """Launches `kernel(*named, *extra)` on a tape, seeds the gradients of the arrays named
+    in `seeds` with constants and runs it backward (no loss: the seeds are the outputs')."""
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, dim=N, inputs=[*named.values(), *extra])
+    for name, value in seeds.items():
+        named[name].grad.fill_(value)
+    tape.backward()
+    return report(**named)
+
+
 CASES = {}
 
 
@@ -253,13 +265,7 @@ def atomic_nan(rng):
     value = np.r_[[nan, 2.0, nan, 2.0, 5.0], uniform(rng, N - 5)].astype(np.float32)
     named = arrays(lo=slot, hi=slot.copy(), value=value)
     out = wp.zeros(N, dtype=float, requires_grad=True)
-    tape = wp.Tape()
-    with tape:
-        wp.launch(K.k_atomic_nan, dim=N, inputs=[*named.values(), out])
-    named["lo"].grad.fill_(1.0)
-    named["hi"].grad.fill_(2.0)
-    tape.backward()
-    return report(**named)
+    return seeded(K.k_atomic_nan, named, [out], lo=1.0, hi=2.0)
 
 
 @case
@@ -268,13 +274,7 @@ def atomic_vec(rng):
     named = arrays(v=(uniform(rng, (N, 3)), wp.vec3), m=(uniform(rng, (N, 2, 2)), wp.mat22),
                    lo=(np.full((1, 3), 1e6, np.float32), wp.vec3),
                    hi=(np.full((1, 2, 2), -1e6, np.float32), wp.mat22))
-    tape = wp.Tape()
-    with tape:
-        wp.launch(K.k_atomic_vec, dim=N, inputs=list(named.values()))
-    named["lo"].grad.fill_(1.0)
-    named["hi"].grad.fill_(3.0)
-    tape.backward()
-    return report(**named)
+    return seeded(K.k_atomic_vec, named, [], lo=1.0, hi=3.0)
 
 
 @case

@@ -35,7 +35,6 @@ class IRBuilder:
         self.slots: list[ir.Slot] = []
         self._blocks: list[list[ir.Stmt]] = [[]]
         self.loc: Loc = Loc("<unknown>", 0)
-        self.defs: dict[int, ir.Op] = {}  # value id -> the op that made it
 
     def new_value(self, type: T.Type) -> ir.Value:
         self._next_id += 1
@@ -80,10 +79,7 @@ class IRBuilder:
     def op(self, opcode: ir.OpCode, args: Sequence[ir.Value], type: T.Type, attr: Any = None
            ) -> ir.Value:
         result = None if type == T.void else self.new_value(type)
-        op = ir.Op(self.loc, result, opcode, tuple(args), attr)
-        self.append(op)
-        if result is not None:
-            self.defs[result.id] = op
+        self.append(ir.Op(self.loc, result, opcode, tuple(args), attr))
         return result
 
     def call(self, name: str, args: Sequence[ir.Value]) -> ir.Value:

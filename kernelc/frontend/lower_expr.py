@@ -129,17 +129,16 @@ class ExprLowering:
             if not hasattr(base.obj, node.attr):
                 raise WarpCodegenAttributeError(f"{_describe(base.obj)} has no attribute '{node.attr}'")
             return self.from_python(getattr(base.obj, node.attr), node)
-        if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES):
-            base = ArrayView(base, ())
-        if isinstance(base, ArrayView) and node.attr in ("shape", "dtype", "ndim"):  # `a[i]`
+        view = ArrayView(base, ()) if isinstance(base, Val) and \
+            isinstance(base.type, ARRAY_TYPES) else base  # `a`, or a view `a[i]`
+        if isinstance(view, ArrayView) and node.attr in ("shape", "dtype", "ndim"):
             if node.attr == "dtype":  # `a.dtype(x)` converts, as in Warp's generic code
-                return PyObj(base.array.type.dtype)
+                return PyObj(view.array.type.dtype)
             if node.attr == "ndim":
-                ndim = base.array.type.ndim - len(base.indices)
+                ndim = view.array.type.ndim - len(view.indices)
                 return Val(self.b.const(ndim, T.int32), const=ndim)
-            return ShapeRef(base.array, len(base.indices))
-        return self.value_attribute(base.array if isinstance(base, ArrayView) and
-                                    not base.indices else base, node.attr, node)
+            return ShapeRef(view.array, len(view.indices))
+        return self.value_attribute(base, node.attr, node)
 
     def value_attribute(self, base: Any, attr: str, node: ast.AST):
         t = base.type if isinstance(base, Val) else type(base).__name__
