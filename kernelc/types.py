@@ -431,12 +431,22 @@ class HostScalar:
     __slots__ = ()
 
 
+def _refuse_power(base: _Any, exponent: _Any) -> _Any:
+    raise TypeError("'**' needs float operands (as in kernels); cast with float(x): "
+                    f"{type(base).__name__} ** {type(exponent).__name__}")
+
+
 def _host_scalar_class(t: ScalarType) -> type:
     base = t.np_dtype.type
-    return type(base.__name__, (base, HostScalar), {
+    namespace = {
         "__slots__": (), "__module__": __name__,
         "__repr__": lambda self: repr(base(self)),  # NumPy's, which names the subclass
-    })
+    }
+    if t.is_int:
+        # Kernels refuse integer powers, and so does Warp on the host.
+        namespace["__pow__"] = lambda self, other, modulo=None: _refuse_power(self, other)
+        namespace["__rpow__"] = lambda self, other, modulo=None: _refuse_power(other, self)
+    return type(base.__name__, (base, HostScalar), namespace)
 
 
 _HOST_SCALARS = {t.name: _host_scalar_class(t) for t in SCALAR_TYPES if not t.is_bool}
@@ -450,7 +460,7 @@ def from_numpy_dtype(dtype: _Any) -> ScalarType:
     """The scalar type of a NumPy dtype; raises TypeError for dtypes kernelc lacks."""
     try:
         return _BY_NP_DTYPE[np.dtype(dtype)]
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, ValueError):  # NumPy raises ValueError for some classes
         raise TypeError(f"NumPy dtype {dtype!r} has no kernelc equivalent") from None
 
 

@@ -185,6 +185,11 @@ def struct_built(rng):
 
 
 @case
+def struct_fields(rng):
+    return single(K.k_struct_fields, N, m=uniform(rng, N), v=(uniform(rng, (N, 3)), wp.vec3))
+
+
+@case
 def store_through(rng):
     p = _params(rng, 1.0)
     named = arrays(y=uniform(rng, N), z=uniform(rng, N + 1))

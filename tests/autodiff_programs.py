@@ -258,6 +258,18 @@ def k_struct_built(x: wp.array(dtype=float), y: wp.array(dtype=wp.vec3),
 
 
 @wp.kernel
+def k_struct_fields(m: wp.array(dtype=float), v: wp.array(dtype=wp.vec3),
+                    loss: wp.array(dtype=float)):
+    """A struct holding an array built in the kernel: gradients flow through its value
+    fields (set by the constructor and by assignment) to the arrays they came from."""
+    i = wp.tid()
+    s = Params(m, v, m[i] * 2.0)
+    s.scale = s.scale * m[i] + wp.length(s.y[i])
+    u = v[i] * s.scale + wp.vec3(s.x[i])
+    wp.atomic_add(loss, 0, wp.dot(u, u))
+
+
+@wp.kernel
 def k_store_through(p: Params, y: wp.array(dtype=float), z: wp.array(dtype=float)):
     """Stores through a struct field, an alias of one and a view consume their gradients."""
     i = wp.tid()

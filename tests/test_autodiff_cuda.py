@@ -35,6 +35,7 @@ NVRTC = {
     "transform": (P.k_transform, None),
     "struct": (P.k_struct, None),
     "struct_built": (P.k_struct_built, None),
+    "struct_fields": (P.k_struct_fields, None),
     "store_through": (P.k_store_through, None),
     "funcs": (P.k_funcs, None),
     "branches": (P.k_branches, None),

@@ -266,6 +266,36 @@ def e_starred(a: kc.array(dtype=float)):
     a[0] = kc.max(*a)  # E
 
 
+@kc.kernel
+def e_rebind_func(a: kc.array(dtype=float)):
+    f = kc.sin
+    if a[0] > 0.0:
+        f = kc.cos  # E
+    a[1] = f(a[0])
+
+
+@kc.kernel
+def e_rebind_tuple(a: kc.array(dtype=float)):
+    best = (a[0], 0)
+    for i in range(3):
+        best = (a[i], i)  # E
+    a[1] = best[0]
+
+
+GLOBAL_ARRAY = kc.array([1.0, 2.0], dtype=float)
+
+
+@kc.kernel
+def e_global_array(a: kc.array(dtype=float)):
+    a[0] = GLOBAL_ARRAY[1]  # E
+
+
+@kc.kernel
+def e_array_from_ptr(a: kc.array(dtype=float), p: kc.uint64):
+    b = kc.array(ptr=p, shape=(2,), dtype=float)  # E
+    b[0] = a[0]
+
+
 CASES = [
     (e_with, "with open", "'with' is not supported"),
     (e_try, "try:", "'try' is not supported"),
@@ -309,6 +339,10 @@ CASES = [
     (e_walrus, "x := a[0]", "':=' is not supported"),
     (e_attr_of_value, "a[0].real", "has no attribute 'real'"),
     (e_starred, "*a", "Starred expressions are only supported for"),
+    (e_rebind_func, "f = kc.cos", "'f' names the function 'sin', bound outside this branch"),
+    (e_rebind_tuple, "best = (a[i]", "'best' is a tuple bound outside this branch or loop"),
+    (e_global_array, "GLOBAL_ARRAY", "'GLOBAL_ARRAY' is an array from outside the kernel"),
+    (e_array_from_ptr, "kc.array(ptr", "cannot make an array inside a kernel"),
 ]
 
 

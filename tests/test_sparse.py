@@ -369,3 +369,69 @@ def test_matches_warp(rng, tmp_path):
             np.testing.assert_array_equal(got[key], value, err_msg=key)
         else:
             np.testing.assert_allclose(got[key], value, rtol=1e-6, atol=1e-6, err_msg=key)
+
+
+# ---- the lookups kernels call -------------------------------------------------------------
+
+
+@kc.kernel
+def lookups(offsets: kc.array(dtype=int), columns: kc.array(dtype=int), row_count: int,
+            query_rows: kc.array(dtype=int), query_cols: kc.array(dtype=int),
+            found: kc.array(dtype=int), rows: kc.array(dtype=int)):
+    i = kc.tid()
+    found[i] = sp.bsr_block_index(query_rows[i], query_cols[i], offsets, columns)
+    rows[i] = sp.bsr_row_index(offsets, row_count, i - 2)
+
+
+@kc.kernel
+def lookups_with_row_counts(offsets: kc.array(dtype=int), columns: kc.array(dtype=int),
+                            row_counts: kc.array(dtype=int), row_count: int,
+                            query_rows: kc.array(dtype=int), query_cols: kc.array(dtype=int),
+                            found: kc.array(dtype=int), rows: kc.array(dtype=int)):
+    i = kc.tid()
+    found[i] = sp.bsr_block_index(query_rows[i], query_cols[i], offsets, columns, row_counts)
+    rows[i] = sp.bsr_row_index(offsets, row_count, i - 2, row_counts)
+
+
+def expected_lookups(offsets, columns, row_counts, query_rows, query_cols, count):
+    ends = offsets[1:] if row_counts is None else offsets[:-1] + row_counts
+    found = [next((b for b in range(offsets[r], ends[r]) if columns[b] == c), -1) if r >= 0
+             else -1 for r, c in zip(query_rows, query_cols)]
+    rows = []
+    for block in range(-2, count - 2):
+        row = -1
+        for r in range(len(offsets) - 1):
+            if offsets[r] <= block < ends[r]:
+                row = r
+        rows.append(row)
+    return found, rows
+
+
+def test_block_and_row_lookups_in_kernels(rng):
+    A = sp.bsr_from_triplets(7, 9, *map(kc.array, random_triplets(rng, 7, 9, 30)))
+    offsets, columns = A.offsets.numpy(), A.columns.numpy()[: A.nnz]
+    n = 64
+    query_rows = rng.integers(-1, 7, n).astype(np.int32)
+    query_cols = rng.integers(0, 9, n).astype(np.int32)
+    found, rows = poisoned(n, np.int32), poisoned(n, np.int32)
+    kc.launch(lookups, n, inputs=[A.offsets, A.columns, A.nrow, kc.array(query_rows),
+                                  kc.array(query_cols), found, rows])
+    want_found, want_rows = expected_lookups(offsets, columns, None, query_rows, query_cols, n)
+    assert found.numpy().tolist() == want_found and max(want_found) >= 0
+    assert rows.numpy().tolist() == want_rows
+
+    # The capacity-aware forms: a null `row_counts` means compact storage; given, only each
+    # row's first row_counts[r] blocks count (the rest of the row is unused capacity).
+    for row_counts in (None, np.maximum(np.diff(offsets) - 1, 0).astype(np.int32)):
+        found, rows = poisoned(n, np.int32), poisoned(n, np.int32)
+        kc.launch(lookups_with_row_counts, n, inputs=[
+            A.offsets, A.columns, None if row_counts is None else kc.array(row_counts), A.nrow,
+            kc.array(query_rows), kc.array(query_cols), found, rows])
+        want = expected_lookups(offsets, columns, row_counts, query_rows, query_cols, n)
+        assert (found.numpy().tolist(), rows.numpy().tolist()) == want
+
+
+@pytest.mark.parametrize("kernel", [lookups, lookups_with_row_counts], ids=lambda k: k.key)
+def test_nvrtc_compiles_the_lookups(kernel):
+    pytest.importorskip("cuda.bindings.nvrtc")
+    assert kc.compile(kernel, target="cuda", arch=80).binary

@@ -380,3 +380,17 @@ def test_scalar_and_matrix_row_column_types():
     assert kc.float16._type_.__name__ == "c_ushort" and kc.bool._type_.__name__ == "c_bool"
     m = kc.types.matrix((2, 3), kc.float32)
     assert m._wp_row_type_ == kc.vec3 and m._wp_col_type_ == kc.vec2
+
+
+@pytest.mark.parametrize("t", [kc.int8, kc.int32, kc.uint8, kc.uint64], ids=repr)
+def test_host_integer_powers_are_refused_as_in_kernels(t):
+    for power in (lambda: t(2) ** t(3), lambda: t(2) ** 3, lambda: 2 ** t(3),
+                  lambda: pow(t(2), 3), lambda: t(2) ** 2.0):
+        with pytest.raises(TypeError, match=r"'\*\*' needs float operands"):
+            power()
+    assert t(2) * t(3) == 6  # the other operators are NumPy's
+
+
+def test_host_float_powers():
+    assert kc.float32(2) ** kc.float32(3) == 8.0 and 3.0 ** kc.float64(2) == 9.0
+    assert kc.float16(2) ** 2 == 4.0

@@ -33,7 +33,9 @@ def has_arrays(t: T.Type) -> bool:
 
 
 def _zeroable(t: T.Type) -> bool:
-    if isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType)):
+    # An array field of an adjoint struct is a null array: its gradients live in the
+    # array's own grad (the shadow), so a struct holding arrays still has an adjoint.
+    if isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType, T.ArrayType)):
         return True
     if isinstance(t, T.StructType):
         return all(_zeroable(f) for _, f in t.fields)
@@ -51,6 +53,8 @@ def _components(t: T.Type) -> list[T.Type]:
 def zero(b: IRBuilder, t: T.Type) -> ir.Value:
     if isinstance(t, T.ScalarType):
         return b.const(0, t)
+    if isinstance(t, T.ArrayType):
+        return b.op(OpCode.CONST, (), t, None)
     return b.op(OpCode.BUILD, [zero(b, c) for c in _components(t)], t)
 
 

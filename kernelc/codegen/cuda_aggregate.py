@@ -19,6 +19,7 @@ from kernelc.codegen.cuda_types import (
     AGGREGATES,
     UnsupportedError,
     aggregate_name,
+    array_type,
     element_type,
     member,
     storage_type,
@@ -47,6 +48,8 @@ def _build(em: FunctionEmitter, op: ir.Op) -> str:
 def _const(em: FunctionEmitter, op: ir.Op) -> str:
     """CONST: scalars as literals; an aggregate result (attr None) is all zeros."""
     t = op.result.type
+    if isinstance(t, T.ArrayType) and op.attr is None:  # a null array (autodiff's zero)
+        return f"{array_type(t)}{{}}"
     if isinstance(t, AGGREGATES):
         if op.attr is not None:
             raise UnsupportedError(f"a constant {t!r} other than zero")

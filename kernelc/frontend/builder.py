@@ -53,6 +53,14 @@ class IRBuilder:
         """The block statements are being emitted into (a loop body, a branch, ...)."""
         return self._blocks[-1]
 
+    def root_block(self) -> list[ir.Stmt]:
+        """The function body's block."""
+        return self._blocks[0]
+
+    def is_open(self, block: list[ir.Stmt]) -> bool:
+        """Whether `block` is still being emitted into (it encloses the current block)."""
+        return any(b is block for b in self._blocks)
+
     @contextmanager
     def region(self) -> Iterator[list[ir.Stmt]]:
         """Collects the statements emitted inside the `with` into a fresh list."""

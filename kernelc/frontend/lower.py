@@ -22,6 +22,7 @@ from kernelc.frontend.lower_expr import (
 )
 from kernelc.frontend.lower_stmt import StmtLowering
 from kernelc.frontend.lower_tile import TileLowering
+from kernelc.frontend.rebinding import RebindingLowering
 from kernelc.frontend.source import Source
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir import nodes as ir
@@ -81,7 +82,7 @@ class TidRef:
 
 
 class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLowering,
-                      StmtLowering, ast.NodeVisitor):
+                      StmtLowering, RebindingLowering, ast.NodeVisitor):
     def __init__(self, ctx: CompileContext, source: Source, param_types: tuple[T.Type, ...],
                  is_kernel: bool, name: str, return_annotation: Any = None):
         self.ctx = ctx
@@ -98,6 +99,7 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         self.loop_depth = 0
         self.tile_homes: dict[str, list] = {}  # see TileLowering.assign_tile_name
         self.slot_blocks: dict[int, list] = {}  # the block each local's slot was made in
+        self.binding_blocks: dict[str, list] = {}  # see rebinding.py
         self.tile_in_place = False
         self.return_types = return_annotation
 
@@ -215,6 +217,10 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             value = Val(self.b.op(OpCode.TID, (), T.int32, (0, 0)))
         if isinstance(bound, LocalArray):
             raise KernelError(f"local array '{name}' cannot be reassigned")
+        bound, value = self.rebind(name, bound, value)
+        if isinstance(value, ArrayView) and isinstance(bound, ir.Slot) and \
+                isinstance(bound.type, T.ArrayType) and not self._rebinds_array(bound):
+            value = self.view_value(name, value)  # stored in the array local, below
         # A view `v = a[i]` is bound as it is, like a tuple: it names the array and indices.
         if isinstance(value, (PyObj, TupleVal, StorageHandle, ArrayView)):
             if isinstance(bound, ir.Slot) and not (
@@ -222,6 +228,7 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
                 raise KernelError(f"'{name}' holds a {bound.type!r}; it cannot become a tuple "
                                   f"or an array view")
             self.names[name] = value
+            self.note_binding(name, value)
             return
         value = self.as_val(value, node)
         if isinstance(bound, ir.Slot) and value.type != bound.type and \

@@ -233,6 +233,7 @@ class StmtLowering:
         if reverse is not None:
             start, stop, step = self.reversed_bounds(start, stop, step, t)
         var = self.b.new_value(t)
+        self.prepare_loop(node.body)
         self.loop_depth += 1
         with self.b.region() as body:
             self.assign(node.target, Val(var), node.target)
@@ -269,6 +270,7 @@ class StmtLowering:
     def visit_While(self, node: ast.While):
         if node.orelse:
             raise KernelError("while ... else is not supported in kernels")
+        self.prepare_loop([*node.body, ast.Expr(node.test)])
         with self.b.region() as cond_body:
             cond = self.truth(self.visit(node.test), node.test)
         self.loop_depth += 1

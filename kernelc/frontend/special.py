@@ -280,6 +280,7 @@ def lower_query_while(lowerer, node: ast.For, slot: ir.Slot, step: Any,
     condition calls `step(query, index, *extra) -> (found, query, index)` and stores the
     advanced query and index back, so the loop uses the query up, as Warp's does."""
     b = lowerer.b
+    lowerer.prepare_loop(node.body)
     index_slot = b.new_slot("index", T.int32)
     b.store(index_slot, b.const(0, T.int32))
     with b.region() as cond_body:

@@ -19,10 +19,12 @@ from kernelc.sparse.build import (
                                   bsr_transposed,
                                   bsr_zeros,
 )
+from kernelc.sparse.kernels import bsr_block_index, bsr_row_index
 from kernelc.sparse.matrix import BsrMatrix, BsrScalingExpression
 from kernelc.sparse.ops import bsr_axpy, bsr_copy, bsr_get_diag, bsr_mm, bsr_mv, bsr_scale
 
-__all__ = ["BsrMatrix", "BsrScalingExpression", "bsr_axpy", "bsr_copy", "bsr_diag",
-           "bsr_from_triplets", "bsr_get_diag", "bsr_identity", "bsr_mm", "bsr_mv",
-           "bsr_scale", "bsr_set_diag", "bsr_set_from_triplets", "bsr_set_identity",
-           "bsr_set_transpose", "bsr_set_zero", "bsr_transposed", "bsr_zeros"]
+__all__ = ["BsrMatrix", "BsrScalingExpression", "bsr_axpy", "bsr_block_index", "bsr_copy",
+           "bsr_diag", "bsr_from_triplets", "bsr_get_diag", "bsr_identity", "bsr_mm", "bsr_mv",
+           "bsr_row_index", "bsr_scale", "bsr_set_diag", "bsr_set_from_triplets",
+           "bsr_set_identity", "bsr_set_transpose", "bsr_set_zero", "bsr_transposed",
+           "bsr_zeros"]

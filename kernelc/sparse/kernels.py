@@ -17,41 +17,78 @@ from kernelc.utils._common import builtin
 
 
 @kc.func
-def block_index(row: int, col: int, offsets: kc.array(dtype=int),
-                columns: kc.array(dtype=int)) -> int:
-    """Index of the block at (row, col), or -1: a binary search in the row's sorted columns."""
+def _search_row(col: int, begin: int, end: int, columns: kc.array(dtype=int)) -> int:
+    """Index of `col` among the sorted `columns[begin:end]`, or -1: a binary search."""
+    lower = begin
+    upper = end
+    while lower < upper:
+        middle = (lower + upper) // 2
+        if columns[middle] < col:
+            lower = middle + 1
+        else:
+            upper = middle
     result = -1
-    if row >= 0:
-        lower = offsets[row]
-        upper = offsets[row + 1]
-        while lower < upper:
-            middle = (lower + upper) // 2
-            if columns[middle] < col:
-                lower = middle + 1
-            else:
-                upper = middle
-        if lower < offsets[row + 1]:
-            if columns[lower] == col:
-                result = lower
+    if lower < end:
+        if columns[lower] == col:
+            result = lower
     return result
 
 
 @kc.func
-def row_index(offsets: kc.array(dtype=int), row_count: int, block: int) -> int:
-    """Row holding the block with index `block`, or -1 past the last stored block."""
+def bsr_block_index(row: int, col: int, bsr_offsets: kc.array(dtype=int),
+                    bsr_columns: kc.array(dtype=int)) -> int:
+    """Index of the block at block coordinates (row, col), or -1 where there is none
+    (Warp's `bsr_block_index`)."""
     result = -1
-    if block >= 0 and block < offsets[row_count]:
+    if row >= 0:
+        result = _search_row(col, bsr_offsets[row], bsr_offsets[row + 1], bsr_columns)
+    return result
+
+
+@kc.func
+def bsr_block_index(row: int, col: int, bsr_offsets: kc.array(dtype=int),  # noqa: F811
+                    bsr_columns: kc.array(dtype=int),
+                    bsr_row_counts: kc.array(dtype=int)) -> int:
+    """The same, searching only the first `bsr_row_counts[row]` blocks of the row when
+    row counts are given (Warp's capacity-aware form; kernelc's matrices have none)."""
+    result = -1
+    if row >= 0:
+        begin = bsr_offsets[row]
+        end = bsr_offsets[row + 1]
+        if bsr_row_counts:
+            end = begin + bsr_row_counts[row]
+        result = _search_row(col, begin, end, bsr_columns)
+    return result
+
+
+@kc.func
+def bsr_row_index(offsets: kc.array(dtype=int), row_count: int, block_index: int) -> int:
+    """Row holding the block with index `block_index`, or -1 outside the stored blocks
+    (Warp's `bsr_row_index`)."""
+    result = -1
+    if block_index >= 0 and block_index < offsets[row_count]:
         lower = 0
         upper = row_count
-        # The last row r with offsets[r] <= block (empty rows share their offset).
+        # The last row r with offsets[r] <= block_index (empty rows share their offset).
         while upper - lower > 1:
             middle = (lower + upper) // 2
-            if offsets[middle] <= block:
+            if offsets[middle] <= block_index:
                 lower = middle
             else:
                 upper = middle
         result = lower
     return result
+
+
+@kc.func
+def bsr_row_index(offsets: kc.array(dtype=int), row_count: int, block_index: int,  # noqa: F811
+                  row_counts: kc.array(dtype=int)) -> int:
+    """The same, with -1 for a block in a row's unused capacity when row counts are given."""
+    row = bsr_row_index(offsets, row_count, block_index)
+    if row_counts and row >= 0:
+        if block_index >= offsets[row] + row_counts[row]:
+            row = -1
+    return row
 
 
 # ---- construction -----------------------------------------------------------------------
@@ -105,7 +142,7 @@ def scale_1d_kernel(alpha: Any, values: kc.array(dtype=Any)):
 def get_diag_kernel(scale: Any, offsets: kc.array(dtype=int), columns: kc.array(dtype=int),
                     values: kc.array3d(dtype=Any), out: kc.array3d(dtype=Any)):
     row, i, j = kc.tid()
-    diag = block_index(row, row, offsets, columns)
+    diag = bsr_block_index(row, row, offsets, columns)
     if diag != -1:
         out[row, i, j] = scale * values[diag, i, j]
 
@@ -131,7 +168,7 @@ def add_blocks_kernel(src_offset: int, scale: Any, rows: kc.array(dtype=int),
     k, i, j = kc.tid()
     row = rows[k + src_offset]
     col = cols[k + src_offset]
-    block = block_index(row, col, offsets, columns)
+    block = bsr_block_index(row, col, offsets, columns)
     if block != -1:
         kc.atomic_add(dest, block, i, j, scale * src[k, i, j])
 
@@ -164,7 +201,7 @@ def mv_transpose_kernel(alpha: Any, row_count: int, offsets: kc.array(dtype=int)
                         columns: kc.array(dtype=int), values: kc.array3d(dtype=Any),
                         x: kc.array(dtype=Any), y: kc.array(dtype=Any), zero: Any):
     block, subcol = kc.tid()
-    row = row_index(offsets, row_count, block)
+    row = bsr_row_index(offsets, row_count, block)
     if row != -1:
         block_rows = values.shape[1]
         block_cols = values.shape[2]
@@ -182,11 +219,11 @@ def mm_kernel(alpha: Any, x_offsets: kc.array(dtype=int), x_columns: kc.array(dt
               z_columns: kc.array(dtype=int), z_values: kc.array3d(dtype=Any), zero: Any):
     # One block of z: z += alpha * sum over k of x[row, k] @ y[k, col], k increasing.
     block, i, j = kc.tid()
-    row = row_index(z_offsets, z_row_count, block)
+    row = bsr_row_index(z_offsets, z_row_count, block)
     col = z_columns[block]
     v = zero
     for x_block in range(x_offsets[row], x_offsets[row + 1]):
-        y_block = block_index(x_columns[x_block], col, y_offsets, y_columns)
+        y_block = bsr_block_index(x_columns[x_block], col, y_offsets, y_columns)
         if y_block != -1:
             # The block product first, then its sum into v: Warp's matrix arithmetic.
             p = zero

@@ -9,10 +9,12 @@ of the grid, and returns the debug error record if a check failed.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import math
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -145,7 +147,10 @@ class HostKernel:
 
 def _directory() -> Path:
     if not _build_dir:
-        _build_dir.append(Path(tempfile.mkdtemp(prefix="kc_cuda_host_")))
+        path = Path(tempfile.mkdtemp(prefix="kc_cuda_host_"))
+        # The libraries stay loaded until exit; remove them then, not per test.
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+        _build_dir.append(path)
     return _build_dir[0]
 
 
