@@ -1,17 +1,18 @@
-"""Host values folded into kernels as constants, and the truth value of an array.
-
+"""Host values folded into kernels as constants, the truth value of an array, and the
+runtime arrays a kernel may not fold in.
 Globals, closures and `kc.static(...)` results that are vectors, matrices or struct
 instances become BUILDs of constants; `if arr:` becomes a test of the array's shape.
 """
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import numpy as np
 
 from kernelc import types as T
-from kernelc.errors import KernelError
+from kernelc.errors import KernelError, WarpCodegenTypeError
 from kernelc.frontend.builder import IRBuilder
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
@@ -54,3 +55,22 @@ def array_truth(b: IRBuilder, arr: ir.Value, ndim: int) -> ir.Value:
         result = nonzero if result is None else b.op(OpCode.BITAND, (result, nonzero),
                                                      T.bool_)
     return result
+
+
+def refuse_outside_array(value: Any, node: ast.AST) -> None:
+    """Raises for a runtime array met as a global or closure value: folding it in while
+    compiling would bake in its contents at that moment (Warp refuses it too)."""
+    if isinstance(getattr(value, "_kc_type", None), (T.ArrayType, T.IndexedArrayType)) \
+            and getattr(value, "shape", None) is not None:
+        raise WarpCodegenTypeError(
+            f"'{ast.unparse(node)}' is an array from outside the kernel; arrays reach a "
+            f"kernel only as launch arguments (add a parameter for it)")
+
+
+def refuse_array_class(obj: Any) -> None:
+    """Raises for a call of the array classes inside a kernel (`kc.array(ptr=...)`)."""
+    if isinstance(obj, type) and obj.__module__.startswith("kernelc.runtime") and \
+            obj.__name__ in ("array", "indexedarray"):
+        raise KernelError(f"kernelc cannot make an {obj.__name__} inside a kernel (Warp's "
+                          f"in-kernel `array(ptr=...)` is not supported); pass the array "
+                          f"as a launch argument")

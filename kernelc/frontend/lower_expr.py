@@ -111,12 +111,7 @@ class ExprLowering:
             kc_type = getattr(value, "_kc_type", None)  # a host vector, matrix, quat, ...
             if isinstance(kc_type, (T.VectorType, T.MatrixType)):
                 return Val(self.constant_aggregate(kc_type, value))
-        if isinstance(getattr(value, "_kc_type", None), (T.ArrayType, T.IndexedArrayType)) \
-                and getattr(value, "shape", None) is not None:
-            # Warp refuses these too; reading one at compile time would bake in stale data.
-            raise WarpCodegenTypeError(
-                f"'{ast.unparse(node)}' is an array from outside the kernel; arrays reach a "
-                f"kernel only as launch arguments (add a parameter for it)")
+        host_values.refuse_outside_array(value, node)
         return PyObj(value)
 
     def constant_aggregate(self, t: T.VectorType | T.MatrixType, value: np.ndarray):
@@ -474,11 +469,7 @@ class ExprLowering:
 
     def call_other(self, obj: Any, node: ast.Call):
         """Calls of anything else: @func calls (FunctionLowerer) may pass keywords."""
-        if isinstance(obj, type) and obj.__module__.startswith("kernelc.runtime") and \
-                obj.__name__ in ("array", "indexedarray"):
-            raise KernelError(f"kernelc cannot make an {obj.__name__} inside a kernel (Warp's "
-                              f"in-kernel `array(ptr=...)` is not supported); pass the array "
-                              f"as a launch argument")
+        host_values.refuse_array_class(obj)
         raise KernelError(f"calling {_describe(obj)} is not supported in kernels")
 
     def construct(self, target: T.Type, node: ast.Call):
