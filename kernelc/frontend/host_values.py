@@ -1,5 +1,6 @@
 """Host values folded into kernels as constants, the truth value of an array, and the
 runtime arrays a kernel may not fold in.
+
 Globals, closures and `kc.static(...)` results that are vectors, matrices or struct
 instances become BUILDs of constants; `if arr:` becomes a test of the array's shape.
 """
