@@ -18,19 +18,12 @@ from kernelc.utils._common import builtin
 
 @kc.func
 def _search_row(col: int, begin: int, end: int, columns: kc.array(dtype=int)) -> int:
-    """Index of `col` among the sorted `columns[begin:end]`, or -1: a binary search."""
-    lower = begin
-    upper = end
-    while lower < upper:
-        middle = (lower + upper) // 2
-        if columns[middle] < col:
-            lower = middle + 1
-        else:
-            upper = middle
+    """Index of `col` among the sorted `columns[begin:end]`, or -1."""
     result = -1
-    if lower < end:
-        if columns[lower] == col:
-            result = lower
+    if begin < end:
+        found = kc.lower_bound(columns, begin, end, col)  # at most end - 1
+        if columns[found] == col:
+            result = found
     return result
 
 
@@ -66,17 +59,10 @@ def bsr_row_index(offsets: kc.array(dtype=int), row_count: int, block_index: int
     """Row holding the block with index `block_index`, or -1 outside the stored blocks
     (Warp's `bsr_row_index`)."""
     result = -1
-    if block_index >= 0 and block_index < offsets[row_count]:
-        lower = 0
-        upper = row_count
-        # The last row r with offsets[r] <= block_index (empty rows share their offset).
-        while upper - lower > 1:
-            middle = (lower + upper) // 2
-            if offsets[middle] <= block_index:
-                lower = middle
-            else:
-                upper = middle
-        result = lower
+    if block_index < offsets[row_count]:
+        # The last row r with offsets[r] <= block_index (empty rows share their offset);
+        # a negative index finds row 0's offset, 0, and gives -1.
+        result = kc.lower_bound(offsets, 0, row_count + 1, block_index + 1) - 1
     return result
 
 
