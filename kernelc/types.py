@@ -8,6 +8,7 @@ matching NumPy scalar, as Warp's scalar types do.
 from __future__ import annotations
 
 import builtins
+import math
 import typing
 from dataclasses import dataclass, field
 from typing import Any as _Any
@@ -345,9 +346,10 @@ def is_generic(t: Type | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class LocalArrayType(Type):
-    """A fixed-size array living in a thread's registers/stack (`kc.zeros` in a kernel)."""
+    """A fixed-size array living in a thread's registers/stack (`kc.zeros` in a kernel),
+    `length` elements of `dtype` (any type an array holds)."""
 
-    dtype: ScalarType
+    dtype: Type
     length: int
 
     @property
@@ -355,7 +357,49 @@ class LocalArrayType(Type):
         return self.length * self.dtype.size
 
     def __repr__(self) -> str:
-        return f"local_array({self.dtype.name}, {self.length})"
+        return f"local_array({self.dtype!r}, {self.length})"
+
+
+@dataclass(frozen=True, slots=True)
+class FixedArraySpec:
+    """What a fixed-size array returned by a func is: its element type and shape."""
+
+    dtype: Type
+    shape: tuple[int, ...]
+
+    @property
+    def length(self) -> int:
+        return math.prod(self.shape)
+
+
+def fixedarray(dtype: _Any = _Any, shape: int | tuple[int, ...] | None = None) -> StructType:
+    """The type of a fixed-size array a func returns (Warp's `fixedarray`), for a return
+    annotation: `-> kc.fixedarray(shape=(2, 3), dtype=float)`.
+
+    A func returns its local array (`kc.zeros(...)`) by value, as a record of its elements
+    that the caller copies into a local array of its own."""
+    t = as_type(dtype)
+    if t is None or dtype is _Any:
+        raise TypeError(f"fixedarray() needs a concrete dtype, got {dtype!r}")
+    if shape is None:
+        raise TypeError("fixedarray() needs a shape, e.g. fixedarray(shape=(2, 3), dtype=float)")
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not dims or len(dims) > 4 or not all(isinstance(d, (int, np.integer)) and d > 0
+                                            for d in dims):
+        raise TypeError(f"fixedarray() needs one to four positive dimensions, got {shape!r}")
+    spec = FixedArraySpec(t, tuple(int(d) for d in dims))
+    name = "fixedarray_" + "x".join(str(d) for d in spec.shape)
+    fields = tuple((f"e{k}", t) for k in range(spec.length))
+    return StructType(f"{name}_{_clean_name(t)}", fields, spec)
+
+
+def fixed_array_spec(t: Type) -> FixedArraySpec | None:
+    """The element type and shape of `t` if it is a func's returned fixed-size array."""
+    return t.cls if isinstance(t, StructType) and isinstance(t.cls, FixedArraySpec) else None
+
+
+def _clean_name(t: Type) -> str:
+    return "".join(c if c.isalnum() else "_" for c in repr(t))
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from kernelc import types as T
 from kernelc.autodiff.exits import lower_exits
+from kernelc.autodiff.local_arrays import check_call, local_backed
 from kernelc.autodiff.sweep import FunctionAD
 from kernelc.autodiff.values import differentiable, has_arrays
 from kernelc.ir import nodes as ir
@@ -164,34 +165,42 @@ class _ModuleAD:
             self.emit(fn)
             self.replays[name] = name
             return name
-        body = self._replay_block(fn.body)
+        body = self._replay_block(fn.body, local_backed(fn))
         replay = ir.Function(f"{name}_replay", fn.params, fn.param_names, fn.return_types,
                              body, fn.slots, False, fn.loc)
         self.emit(replay)
         self.replays[name] = replay.name
         return replay.name
 
-    def _replay_block(self, block: ir.Block) -> ir.Block:
+    def _replay_block(self, block: ir.Block, backed: frozenset[int]) -> ir.Block:
+        """`block` without its effects, but for those on the func's own local arrays."""
         out = []
         for s in block:
+            if isinstance(s, ir.ArrayStore) and s.array.id in backed:
+                out.append(s)
+                continue
             if isinstance(s, (ir.ArrayStore, ir.Print, ir.Assert)):
                 continue
-            if isinstance(s, ir.Op) and s.opcode is OpCode.ATOMIC:
+            if isinstance(s, ir.Op) and s.opcode is OpCode.ATOMIC and s.args[0].id in backed:
+                out.append(s)
+            elif isinstance(s, ir.Op) and s.opcode is OpCode.ATOMIC:
                 if s.result is not None:
                     nd = s.args[0].type.ndim
                     out.append(ir.Op(s.loc, s.result, OpCode.ARRAY_LOAD, s.args[:1 + nd]))
                 continue
             if isinstance(s, ir.Op) and s.opcode is OpCode.CALL_FUNC:
+                if s.attr in self.primal:
+                    check_call(s, self.primal[s.attr], self.primal, backed, s.attr)
                 out.append(ir.Op(s.loc, s.result, s.opcode, s.args, self.replay_name(s.attr)))
             elif isinstance(s, ir.If):
-                out.append(ir.If(s.loc, s.cond, self._replay_block(s.then_body),
-                                 self._replay_block(s.else_body)))
+                out.append(ir.If(s.loc, s.cond, self._replay_block(s.then_body, backed),
+                                 self._replay_block(s.else_body, backed)))
             elif isinstance(s, ir.For):
                 out.append(ir.For(s.loc, s.var, s.start, s.stop, s.step,
-                                  self._replay_block(s.body)))
+                                  self._replay_block(s.body, backed)))
             elif isinstance(s, ir.While):
-                out.append(ir.While(s.loc, self._replay_block(s.cond_body), s.cond,
-                                    self._replay_block(s.body)))
+                out.append(ir.While(s.loc, self._replay_block(s.cond_body, backed), s.cond,
+                                    self._replay_block(s.body, backed)))
             else:
                 out.append(s)
         return tuple(out)

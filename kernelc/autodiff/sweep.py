@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from kernelc import types as T
 from kernelc.autodiff import deferred, rules
 from kernelc.autodiff.exits import is_tail_break, max_id
+from kernelc.autodiff.local_arrays import check_call, local_backed
+from kernelc.autodiff.loop_slots import later_writes, needs_carried, read_before_written
 from kernelc.autodiff.origins import parameter_bits
 from kernelc.autodiff.values import add, differentiable, has_arrays, zero
 from kernelc.errors import KernelError
@@ -53,6 +55,7 @@ class FunctionAD:
         # Slots read somewhere: only those need their stores differentiated.
         self.loaded = {s.attr.id for s in ir.walk(fn.body) if isinstance(s, ir.Op)
                        and s.opcode in (OpCode.LOAD_SLOT, OpCode.LOCAL_LOAD)}
+        self.local_backed = local_backed(fn)  # arrays whose stores a replay redoes
         self.stash: dict[int, ir.Slot] = {}
         self.stash_shadow: dict[int, ir.Slot] = {}
         self.shadow_slots: dict[int, ir.Slot] = {}
@@ -63,7 +66,7 @@ class FunctionAD:
         self.returned: tuple[ir.Value, ...] = ()
         self.deferred: list[deferred.DeferredReads | None] = []  # per loop reversed
         self.later_writes: dict[int, frozenset[int]] = {}
-        _later_writes(fn.body, frozenset(), self.later_writes)
+        later_writes(fn.body, frozenset(), self.later_writes)
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -226,7 +229,10 @@ class FunctionAD:
             b.append(ir.Break(s.loc))
         elif isinstance(s, ir.Return):
             self.returned = s.values
-        # Array stores, prints and asserts happened in the forward launch.
+        elif isinstance(s, ir.ArrayStore) and s.array.id in self.local_backed:
+            b.append(ir.ArrayStore(s.loc, self.val(s.array),
+                                   tuple(self.val(i) for i in s.indices), self.val(s.value)))
+        # Other array stores, prints and asserts happened in the forward launch.
 
     def shadow_slot(self, slot: ir.Slot) -> ir.Slot:
         found = self.shadow_slots.get(slot.id)
@@ -238,12 +244,17 @@ class FunctionAD:
         b = self.b
         args = [self.val(a) for a in s.args]
         rtype = s.result.type if s.result is not None else T.void
-        if s.opcode is OpCode.ATOMIC:
+        if s.opcode is OpCode.ATOMIC and s.args[0].id in self.local_backed:
+            new = b.op(OpCode.ATOMIC, args, rtype, s.attr)
+        elif s.opcode is OpCode.ATOMIC:
             if s.result is None:
                 return
             nd = s.args[0].type.ndim
             new = b.op(OpCode.ARRAY_LOAD, args[:1 + nd], rtype)
         elif s.opcode is OpCode.CALL_FUNC:
+            if s.attr in self.mad.primal:
+                check_call(s, self.mad.primal[s.attr], self.mad.primal, self.local_backed,
+                           self.fn.name)
             new = b.op(OpCode.CALL_FUNC, args, rtype, self.mad.replay_name(s.attr))
         else:
             new = b.op(s.opcode, args, rtype, s.attr)
@@ -328,8 +339,8 @@ class FunctionAD:
         if isinstance(s, ir.While):
             carried, replay_all = set(stored), True
         else:
-            carried = _read_before_written(s.body) & set(stored)
-            replay_all = bool(carried) and _needs_carried(s.body, carried)
+            carried = read_before_written(s.body) & set(stored)
+            replay_all = bool(carried) and needs_carried(s.body, carried)
         snapshots = self._copies([stored[sid] for sid in sorted(carried)]) if replay_all else []
         reads = {x.attr.id: x.attr for blk in blocks for x in ir.walk(blk)
                  if isinstance(x, ir.Op) and x.opcode in (OpCode.LOAD_SLOT, OpCode.LOCAL_LOAD)}
@@ -337,7 +348,7 @@ class FunctionAD:
         if replay_all:
             changed_later -= carried
         entry = self._copies([reads[sid] for sid in sorted(changed_later)
-                              if any(_needs_carried(blk, {sid}) for blk in blocks)])
+                              if any(needs_carried(blk, {sid}) for blk in blocks)])
         info = LoopInfo(self.new_slot("trips", T.int32), snapshots, replay_all, entry)
         self.loops[id(s)] = info
         return info
@@ -529,65 +540,3 @@ class FunctionAD:
             self.fwd_block(s.cond_body)
         self.fwd_block(s.body, skip_tail=True)
 
-
-def _stored(block: ir.Block) -> set[int]:
-    return {x.slot.id for x in ir.walk(block) if isinstance(x, (ir.StoreSlot, ir.LocalStore))}
-
-
-def _later_writes(block: ir.Block, after: frozenset[int], out: dict[int, frozenset[int]]
-                  ) -> None:
-    """For each loop in `block` (by id), the slots stored after it starts by code outside
-    it: later statements of its block and of every enclosing block (`after`)."""
-    pending = set(after)
-    for stmt in reversed(block):
-        later = frozenset(pending)
-        if isinstance(stmt, ir.If):
-            _later_writes(stmt.then_body, later, out)
-            _later_writes(stmt.else_body, later, out)
-        elif isinstance(stmt, ir.For):
-            out[id(stmt)] = later
-            _later_writes(stmt.body, later, out)
-        elif isinstance(stmt, ir.While):
-            out[id(stmt)] = later
-            _later_writes(stmt.cond_body, later | _stored(stmt.body), out)
-            _later_writes(stmt.body, later, out)
-        pending |= _stored((stmt,))
-
-
-def _read_before_written(body: ir.Block) -> set[int]:
-    """Slots an iteration may read before it writes them (the loop-carried ones)."""
-    killed: set[int] = set()
-    read: set[int] = set()
-    for s in body:
-        for x in ir.walk((s,)):
-            if isinstance(x, ir.Op) and x.opcode in (OpCode.LOAD_SLOT, OpCode.LOCAL_LOAD) \
-                    and x.attr.id not in killed:
-                read.add(x.attr.id)
-        if isinstance(s, ir.StoreSlot):
-            killed.add(s.slot.id)
-    return read
-
-
-def _needs_carried(body: ir.Block, carried: set[int]) -> bool:
-    """Whether the reverse of an iteration uses a value computed from carried slots."""
-    tainted_slots = set(carried)
-    tainted: set[int] = set()
-    stmts = list(ir.walk(body))
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            if isinstance(s, ir.Op) and s.result is not None and s.result.id not in tainted:
-                if (s.opcode in (OpCode.LOAD_SLOT, OpCode.LOCAL_LOAD)
-                        and s.attr.id in tainted_slots) or any(a.id in tainted for a in s.args):
-                    tainted.add(s.result.id)
-                    changed = True
-            elif isinstance(s, (ir.StoreSlot, ir.LocalStore)) and s.value.id in tainted \
-                    and s.slot.id not in tainted_slots:
-                tainted_slots.add(s.slot.id)
-                changed = True
-    for s in stmts:
-        for v in rules.needed(s):
-            if v.id in tainted:
-                return True
-    return False

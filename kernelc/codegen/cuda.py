@@ -254,7 +254,8 @@ class FunctionEmitter:
     def _declare_slot(self, slot: ir.Slot) -> None:
         t = slot.type
         if isinstance(t, T.LocalArrayType):
-            self.line(f"{value_type(t.dtype)} {self.slot_name(slot)}[{t.length}] = {{}};")
+            # In memory form, as array elements are: a local array may be viewed as one.
+            self.line(f"{storage_type(t.dtype)} {self.slot_name(slot)}[{t.length}] = {{}};")
         else:
             self.line(f"{value_type(t)} {self.slot_name(slot)} = {{}};")
 
@@ -299,7 +300,8 @@ class FunctionEmitter:
 
     def emit_local_store(self, stmt: ir.LocalStore) -> None:
         index, length = self.name(stmt.index), stmt.slot.type.length
-        target = f"{self.slot_name(stmt.slot)}[{index}] = {self.name(stmt.value)};"
+        value = to_storage(self.name(stmt.value), stmt.slot.type.dtype)
+        target = f"{self.slot_name(stmt.slot)}[{index}] = {value};"
         if self.check_local_index(index, length, stmt.loc):
             self.line(target)
         else:  # release: an out-of-range store is dropped

@@ -296,11 +296,24 @@ def _load_address(em: FunctionEmitter, op: ir.Op) -> str:
 def _local_load(em: FunctionEmitter, op: ir.Op) -> str:
     slot: ir.Slot = op.attr
     index = em.name(op.args[0])
-    length = slot.type.length
+    length, dtype = slot.type.length, slot.type.dtype
+    element = from_storage(f"{em.slot_name(slot)}[{index}]", dtype)
     if em.check_local_index(index, length, op.loc):
-        return f"{em.slot_name(slot)}[{index}]"
-    zero = literal(0, slot.type.dtype)
-    return f"((kc_uint64)(kc_int64){index} < {length}u ? {em.slot_name(slot)}[{index}] : {zero})"
+        return element
+    return f"((kc_uint64)(kc_int64){index} < {length}u ? {element} : {literal(0, dtype)})"
+
+
+def _local_array(em: FunctionEmitter, op: ir.Op) -> str:
+    """A contiguous array over a local array's storage (declared in its storage type)."""
+    slot, shape = op.attr
+    t = op.result.type
+    strides, step = [], t.dtype.size
+    for n in reversed(shape):
+        strides.insert(0, step)
+        step *= n
+    dims = ", ".join(f"{n}" for n in shape)
+    steps = ", ".join(f"{n}" for n in strides)
+    return f"{array_type(t)}{{{em.slot_name(slot)}, {{{dims}}}, {{{steps}}}}}"
 
 
 def _call(em: FunctionEmitter, op: ir.Op) -> str:
@@ -350,6 +363,7 @@ OP_EMITTERS: dict[OpCode, OpEmitter] = {
     OpCode.ARRAY_VIEW: _array_view,
     OpCode.ATOMIC: _atomic,
     OpCode.LOCAL_LOAD: _local_load,
+    OpCode.LOCAL_ARRAY: _local_array,
     OpCode.LOAD_ADDRESS: _load_address,
     OpCode.CALL: _call,
     OpCode.CALL_FUNC: _call_func,

@@ -16,7 +16,7 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
     "auto" picks kernels that have a loop (else LLVM vectorises the loop over threads
     itself) and whose loops hold no op that would run one lane at a time and no read of
     a runtime structure at per-lane addresses (`_not_for_lanes`)."""
-    if options.debug or options.simd == "off":
+    if options.debug or options.simd == "off" or _views_local_arrays(module):
         return None
     if options.simd == "all":
         return varying.analyse(module)
@@ -32,6 +32,13 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
            for s in ir.walk((loop,))):
         return None
     return info
+
+
+def _views_local_arrays(module: ir.Module) -> bool:
+    """Whether a function uses a local array as an array (its address then differs per
+    lane, which the lane-wise code does not model)."""
+    return any(isinstance(s, ir.Op) and s.opcode == OpCode.LOCAL_ARRAY
+               for fn in (module.kernel, *module.funcs) for s in ir.walk(fn.body))
 
 
 def _atomic_count(fn: ir.Function, module: ir.Module) -> int:

@@ -12,6 +12,11 @@ from kernelc.errors import Loc
 from kernelc.ir import nodes as ir
 
 
+class StorageHandle:
+    """A name bound to storage the front end manages (a local array, a tile stack):
+    assigning it binds the name; it is never a value itself."""
+
+
 @dataclass(frozen=True, slots=True)
 class Val:
     """A typed value during lowering. `weak` marks a bare Python literal (or an expression

@@ -9,17 +9,12 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError, Loc, WarpCodegenKeyError, WarpCodegenTypeError
-from kernelc.frontend.builder import IRBuilder, Val
+from kernelc.frontend import local_arrays
+from kernelc.frontend.builder import IRBuilder, StorageHandle, Val
 from kernelc.frontend.construct import ConstructLowering
+from kernelc.frontend.local_arrays import LocalArray
 from kernelc.frontend.lower_aggregate import AggregateLowering
-from kernelc.frontend.lower_expr import (
-    ArrayView,
-    ExprLowering,
-    LocalArray,
-    PyObj,
-    StorageHandle,
-    TupleVal,
-)
+from kernelc.frontend.lower_expr import ArrayView, ExprLowering, PyObj, TupleVal
 from kernelc.frontend.lower_stmt import StmtLowering
 from kernelc.frontend.lower_tile import TileLowering
 from kernelc.frontend.rebinding import RebindingLowering
@@ -337,11 +332,19 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             self.b.op(OpCode.CALL_FUNC, coerced, T.void, callee.name)
             return PyObj(None)
         if len(results) == 1:
-            return Val(self.b.op(OpCode.CALL_FUNC, coerced, results[0], callee.name))
+            return self.received(Val(self.b.op(OpCode.CALL_FUNC, coerced, results[0],
+                                               callee.name)))
         packed = self.b.op(OpCode.CALL_FUNC, coerced, T.TupleType(results), callee.name)
         return TupleVal(tuple(
-            Val(self.b.op(OpCode.EXTRACT, (packed,), t, i)) for i, t in enumerate(results)
+            self.received(Val(self.b.op(OpCode.EXTRACT, (packed,), t, i)))
+            for i, t in enumerate(results)
         ))
+
+    def received(self, value: Val) -> Val | LocalArray:
+        """A func's result; a local array it returned becomes the caller's own copy."""
+        if T.fixed_array_spec(value.type) is None:
+            return value
+        return local_arrays.received(self, value)
 
 
 @dataclass(frozen=True)

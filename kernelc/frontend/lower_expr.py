@@ -12,10 +12,11 @@ from kernelc import types as T
 from kernelc.builtins import BUILTINS, Builtin, Expansion, array_index, indexed_array
 from kernelc.builtins.registry import unify
 from kernelc.errors import KernelError, WarpCodegenAttributeError, WarpCodegenTypeError
-from kernelc.frontend import host_values
+from kernelc.frontend import host_values, local_arrays
 from kernelc.frontend.builder import Val
+from kernelc.frontend.local_arrays import LocalArray
 from kernelc.ir import semantics
-from kernelc.ir.nodes import BINARY_OPS, OpCode, Slot
+from kernelc.ir.nodes import BINARY_OPS, OpCode
 
 BINOPS = {
     ast.Add: OpCode.ADD, ast.Sub: OpCode.SUB, ast.Mult: OpCode.MUL, ast.Div: OpCode.DIV,
@@ -62,16 +63,6 @@ class ShapeRef:
 
 # Values that take `a[i, ...]`, `a.shape` and atomics: arrays and indexed arrays.
 ARRAY_TYPES = (T.ArrayType, T.IndexedArrayType)
-
-
-class StorageHandle:
-    """A name bound to storage the front end manages (a local array, a tile stack):
-    assigning it binds the name; it is never a value itself."""
-
-
-@dataclass(frozen=True)
-class LocalArray(StorageHandle):
-    slot: Slot
 
 
 class ExprLowering:
@@ -122,6 +113,8 @@ class ExprLowering:
 
     def visit_Attribute(self, node: ast.Attribute):
         base = self.visit(node.value)
+        if isinstance(base, LocalArray):
+            base = local_arrays.as_array(self, base)
         if isinstance(base, PyObj):
             if getattr(base.obj, "__name__", None) == "kernelc" and node.attr in _CAST_NAMES:
                 # Warp's kernels also spell the `float(x)`, `int(x)`, `bool(x)` casts
@@ -177,14 +170,13 @@ class ExprLowering:
             from kernelc.frontend.array_views import shape_entry
 
             return shape_entry(self, base, axis)
+        if isinstance(base, LocalArray):
+            if base.direct and len(index_nodes) == 1 and not isinstance(index_nodes[0], ast.Slice):
+                return local_arrays.load(self, base, self.index_value(index_nodes[0]))
+            base = local_arrays.as_array(self, base)
         if any(isinstance(n, ast.Slice) for n in index_nodes):
             return self.sliced(base, index_nodes)
         indices = tuple(self.index_value(n) for n in index_nodes)
-        if isinstance(base, LocalArray):
-            if len(indices) != 1:
-                raise KernelError("local arrays take one index")
-            return Val(self.b.op(OpCode.LOCAL_LOAD, (indices[0].value,), base.slot.type.dtype,
-                                 base.slot))
         if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES):
             base = ArrayView(base, ())
         if isinstance(base, ArrayView):
@@ -552,7 +544,7 @@ class ExprLowering:
         if isinstance(v, ShapeRef):
             raise KernelError("use a.shape[k] to read one dimension")
         if isinstance(v, LocalArray):
-            raise KernelError("a local array must be indexed")
+            return local_arrays.as_array(self, v)
         raise KernelError(f"unexpected value {v!r}")
 
 

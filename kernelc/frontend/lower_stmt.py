@@ -7,15 +7,10 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError, WarpCodegenAttributeError
+from kernelc.frontend import local_arrays
 from kernelc.frontend.builder import Val
-from kernelc.frontend.lower_expr import (
-    ARRAY_TYPES,
-    BINOPS,
-    ArrayView,
-    LocalArray,
-    PyObj,
-    TupleVal,
-)
+from kernelc.frontend.local_arrays import LocalArray
+from kernelc.frontend.lower_expr import ARRAY_TYPES, BINOPS, ArrayView, PyObj, TupleVal
 from kernelc.frontend.static_eval import is_static_call
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
@@ -82,11 +77,9 @@ class StmtLowering:
             return self.assign_slice(base, index_nodes, value, target)
         indices = tuple(self.index_value(n) for n in index_nodes)
         if isinstance(base, LocalArray):
-            if len(indices) != 1:
-                raise KernelError("local arrays take one index")
-            value = self.coerce(value, base.slot.type.dtype)
-            self.b.append(ir.LocalStore(self.b.loc, base.slot, indices[0].value, value.value))
-            return
+            if base.direct and len(indices) == 1:
+                return local_arrays.store(self, base, indices[0], value)
+            base = local_arrays.as_array(self, base)
         if isinstance(base, Val) and isinstance(base.type, ARRAY_TYPES):
             base = ArrayView(base, ())
         if isinstance(base, ArrayView):
@@ -300,7 +293,7 @@ class StmtLowering:
         items = values.items if isinstance(values, TupleVal) else (
             () if values == () else (values,)
         )
-        vals = [self.as_val(v, node) for v in items]
+        vals = [self.returned_value(v, k, node) for k, v in enumerate(items)]
         if self.return_types is None:
             self.return_types = tuple(
                 (v.type if not v.weak else self.coerce(v, v.type).type) for v in vals
@@ -319,6 +312,19 @@ class StmtLowering:
                 raise KernelError(f"returns {v.type!r} here but {t!r} elsewhere")
             out.append(self.coerce(v, t).value)
         self.b.append(ir.Return(self.b.loc, tuple(out)))
+
+    def returned_value(self, v: Any, k: int, node: ast.Return) -> Val:
+        """The `k`-th returned value; a local array is returned by value, as a fixedarray."""
+        if not isinstance(v, LocalArray):
+            return self.as_val(v, node)
+        declared = self.return_types[k] if self.return_types and k < len(self.return_types) \
+            else None
+        value = local_arrays.returned(self, v)
+        if declared is not None and declared != value.type and not isinstance(declared, Constraint):
+            raise KernelError(f"returns a local array, which a func returns by value, but its "
+                              f"return annotation is {declared!r}; annotate it "
+                              f"kc.fixedarray(shape={v.shape}, dtype=...)")
+        return value
 
     def concrete_return(self, v: Val, t: T.Type) -> T.Type:
         if not isinstance(t, Constraint):

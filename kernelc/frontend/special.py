@@ -13,8 +13,10 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError
+from kernelc.frontend import local_arrays
 from kernelc.frontend.builder import Val
-from kernelc.frontend.lower_expr import LocalArray, PyObj, TupleVal
+from kernelc.frontend.local_arrays import LocalArray
+from kernelc.frontend.lower_expr import PyObj, TupleVal
 from kernelc.frontend.static_eval import static_key
 from kernelc.ir import nodes as ir
 
@@ -230,21 +232,20 @@ def _zeros(lowerer, node: ast.Call):
     dtype_node = node.args[1] if len(node.args) > 1 else kwargs.get("dtype")
     if shape_node is None or dtype_node is None:
         raise KernelError("a local array needs shape= and dtype=, e.g. zeros(shape=8, dtype=float)")
-    length = lowerer.static_int(shape_node, "shape of a local array")
-    if not 0 < length <= 65536:
-        raise KernelError(f"local array length must be between 1 and 65536, got {length}")
-    dtype = lowerer.eval_annotation(dtype_node)
-    if not isinstance(dtype, T.ScalarType):
-        raise KernelError(f"local arrays hold scalars, not {dtype!r}")
-    slot = lowerer.b.new_slot("local", T.LocalArrayType(dtype, length))
-    # Zero it here (not once at entry) so a local array declared in a loop starts fresh.
-    b = lowerer.b
-    i = b.new_value(T.int32)
-    with b.region() as body:
-        b.append(ir.LocalStore(b.loc, slot, i, b.const(0, dtype)))
-    b.append(ir.For(b.loc, i, b.const(0, T.int32), b.const(length, T.int32),
-                    b.const(1, T.int32), tuple(body)))
-    return LocalArray(slot)
+    shape = _static_shape(lowerer, shape_node)
+    dtype = local_arrays.element_type(lowerer.eval_annotation(dtype_node), "a local array")
+    return local_arrays.declare(lowerer, dtype, shape)
+
+
+def _static_shape(lowerer, node: ast.expr) -> tuple[int, ...]:
+    value = lowerer.visit(node)
+    items = value.items if isinstance(value, TupleVal) else (value,)
+    dims = tuple(v.const for v in items if isinstance(v, Val) and not isinstance(v.const, bool)
+                 and isinstance(v.const, int))
+    if len(dims) != len(items) or not dims:
+        raise KernelError("the shape of a local array must be a constant int or tuple of ints "
+                          "(known when compiling), e.g. zeros(shape=(2, 3), dtype=float)")
+    return dims
 
 
 def _len(lowerer, node: ast.Call):
@@ -252,7 +253,7 @@ def _len(lowerer, node: ast.Call):
         raise KernelError("len() takes one argument")
     v = lowerer.visit(node.args[0])
     if isinstance(v, LocalArray):
-        n = v.slot.type.length
+        n = v.shape[0]
         return Val(lowerer.b.const(n, T.int32), const=n)
     if isinstance(v, TupleVal):  # a tuple's length is known when compiling, as in Warp
         n = len(v.items)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend import tile_value as tv
-from kernelc.frontend.builder import Val
-from kernelc.frontend.lower_expr import PyObj, StorageHandle, TupleVal
+from kernelc.frontend.builder import StorageHandle, Val
+from kernelc.frontend.lower_expr import PyObj, TupleVal
 from kernelc.frontend.tile_forms import array_operand, check_storage, form_table, offsets_operand
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir import nodes as ir

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend import tile_value as tv
-from kernelc.frontend.builder import Val
-from kernelc.frontend.lower_expr import PyObj, StorageHandle
+from kernelc.frontend.builder import StorageHandle, Val
+from kernelc.frontend.lower_expr import PyObj
 from kernelc.frontend.tile_forms import form_table
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode

@@ -60,6 +60,9 @@ class OpCode(enum.Enum):
     # (kind, path) updates the struct field at `path` (field indices) of the element.
     ATOMIC = "atomic"
     LOCAL_LOAD = "local_load"  # args: (index,); attr: Slot of a LocalArrayType
+    # A contiguous array over a local array's storage (a view, a func argument): args ();
+    # attr: (Slot of a LocalArrayType, shape); the result is an ArrayType of len(shape) dims.
+    LOCAL_ARRAY = "local_array"
     CALL = "call"  # attr: builtin key (see kernelc.builtins)
     CALL_FUNC = "call_func"  # attr: the callee Function's name
     EXTRACT = "extract"  # args: (aggregate,); attr: element index (tuple, flat component, field)

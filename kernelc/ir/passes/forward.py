@@ -49,6 +49,8 @@ def slot_forwarding(fn: ir.Function) -> ir.Function:
                      and s.slot.id not in loaded else s)
     used = loaded | {s.slot.id for s in ir.walk(body) if isinstance(s, (ir.StoreSlot,
                                                                         ir.LocalStore))}
+    used |= {s.attr[0].id for s in ir.walk(body)  # a local array stored into as an array
+             if isinstance(s, ir.Op) and s.opcode == OpCode.LOCAL_ARRAY}
     return dataclasses.replace(fn, body=body, slots=tuple(s for s in fn.slots if s.id in used))
 
 
