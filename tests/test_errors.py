@@ -291,7 +291,7 @@ def e_global_array(a: kc.array(dtype=float)):
 
 
 @kc.kernel
-def e_array_from_ptr(a: kc.array(dtype=float), p: kc.uint64):
+def e_array_from_ptr(a: kc.array(dtype=float), p: kc.float32):
     b = kc.array(ptr=p, shape=(2,), dtype=float)  # E
     b[0] = a[0]
 
@@ -342,7 +342,7 @@ CASES = [
     (e_rebind_func, "f = kc.cos", "'f' names the function 'sin', bound outside this branch"),
     (e_rebind_tuple, "best = (a[i]", "'best' is a tuple bound outside this branch or loop"),
     (e_global_array, "GLOBAL_ARRAY", "'GLOBAL_ARRAY' is an array from outside the kernel"),
-    (e_array_from_ptr, "kc.array(ptr", "cannot make an array inside a kernel"),
+    (e_array_from_ptr, "kc.array(ptr", "ptr= is an address"),
 ]
 
 

@@ -23,6 +23,7 @@ from kernelc.codegen.cuda_types import (
     array_type,
     element_type,
     member,
+    storage_type,
 )
 from kernelc.ir import nodes as ir
 from kernelc.ir.analysis import atomic_parts, atomic_target
@@ -316,6 +317,22 @@ def _local_array(em: FunctionEmitter, op: ir.Op) -> str:
     return f"{array_type(t)}{{{em.slot_name(slot)}, {{{dims}}}, {{{steps}}}}}"
 
 
+def _array_address(em: FunctionEmitter, op: ir.Op) -> str:
+    return f"(kc_uint64){em.name(op.args[0])}.data"
+
+
+def _array_at(em: FunctionEmitter, op: ir.Op) -> str:
+    """A contiguous array at an address: row-major byte strides from the dims."""
+    t = op.result.type
+    dims = [f"(kc_int64){em.name(d)}" for d in op.args[1:]]
+    strides, step = [], f"(kc_int64){t.dtype.size}"
+    for d in reversed(dims):
+        strides.insert(0, step)
+        step = f"{step} * {d}"
+    data = f"({storage_type(t.dtype)}*){em.name(op.args[0])}"
+    return f"{array_type(t)}{{{data}, {{{', '.join(dims)}}}, {{{', '.join(strides)}}}}}"
+
+
 def _call(em: FunctionEmitter, op: ir.Op) -> str:
     try:
         return lower_math(op.attr, [em.name(a) for a in op.args], op.result.type,
@@ -364,6 +381,8 @@ OP_EMITTERS: dict[OpCode, OpEmitter] = {
     OpCode.ATOMIC: _atomic,
     OpCode.LOCAL_LOAD: _local_load,
     OpCode.LOCAL_ARRAY: _local_array,
+    OpCode.ARRAY_ADDRESS: _array_address,
+    OpCode.ARRAY_AT: _array_at,
     OpCode.LOAD_ADDRESS: _load_address,
     OpCode.CALL: _call,
     OpCode.CALL_FUNC: _call_func,

@@ -557,6 +557,25 @@ def _op_local_array(e: FunctionEmitter, s: ir.Op):
     return array
 
 
+def _op_array_address(e: FunctionEmitter, s: ir.Op):
+    return e.b.ptrtoint(e.b.extract_value(e.v(s.args[0]), 0), I64)
+
+
+def _op_array_at(e: FunctionEmitter, s: ir.Op):
+    """A contiguous array at an address: row-major byte strides from the dims."""
+    b = e.b
+    t = s.result.type
+    dims = [b.sext(e.v(d), I64) for d in s.args[1:]]
+    array = ll.Constant(llvm_type(t), ll.Undefined)
+    array = b.insert_value(array, b.inttoptr(e.v(s.args[0]), PTR), 0)
+    stride = I64(t.dtype.size)
+    for axis in reversed(range(t.ndim)):
+        array = b.insert_value(array, dims[axis], [1, axis])
+        array = b.insert_value(array, stride, [2, axis])
+        stride = b.mul(stride, dims[axis])
+    return array
+
+
 def _op_extract(e: FunctionEmitter, s: ir.Op):
     return e.b.extract_value(e.v(s.args[0]), s.attr)
 
@@ -564,7 +583,8 @@ def _op_extract(e: FunctionEmitter, s: ir.Op):
 _OPS = {
     OpCode.CONST: _op_const, OpCode.CAST: _op_cast, OpCode.SELECT: _op_select,
     OpCode.LOAD_SLOT: _op_load_slot, OpCode.TID: _op_tid, OpCode.LOCAL_LOAD: _op_local_load,
-    OpCode.LOCAL_ARRAY: _op_local_array,
+    OpCode.LOCAL_ARRAY: _op_local_array, OpCode.ARRAY_ADDRESS: _op_array_address,
+    OpCode.ARRAY_AT: _op_array_at,
     OpCode.CALL: _op_call, OpCode.CALL_FUNC: _op_call_func, OpCode.EXTRACT: _op_extract,
 }
 _OPS.update(llvm_memory.OPS)  # array loads, shapes and atomics; raw address loads

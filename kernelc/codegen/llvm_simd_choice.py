@@ -16,7 +16,7 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
     "auto" picks kernels that have a loop (else LLVM vectorises the loop over threads
     itself) and whose loops hold no op that would run one lane at a time and no read of
     a runtime structure at per-lane addresses (`_not_for_lanes`)."""
-    if options.debug or options.simd == "off" or _views_local_arrays(module):
+    if options.debug or options.simd == "off" or _uses_addresses(module):
         return None
     if options.simd == "all":
         return varying.analyse(module)
@@ -34,10 +34,13 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
     return info
 
 
-def _views_local_arrays(module: ir.Module) -> bool:
+_ADDRESS_OPS = frozenset({OpCode.LOCAL_ARRAY, OpCode.ARRAY_ADDRESS, OpCode.ARRAY_AT})
+
+
+def _uses_addresses(module: ir.Module) -> bool:
     """Whether a function uses a local array as an array (its address then differs per
-    lane, which the lane-wise code does not model)."""
-    return any(isinstance(s, ir.Op) and s.opcode == OpCode.LOCAL_ARRAY
+    lane) or works with raw addresses: the lane-wise code models neither."""
+    return any(isinstance(s, ir.Op) and s.opcode in _ADDRESS_OPS
                for fn in (module.kernel, *module.funcs) for s in ir.walk(fn.body))
 
 

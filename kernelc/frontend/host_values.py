@@ -68,10 +68,14 @@ def refuse_outside_array(value: Any, node: ast.AST) -> None:
             f"kernel only as launch arguments (add a parameter for it)")
 
 
+def is_array_class(obj: Any, *names: str) -> bool:
+    """Whether `obj` is one of kernelc's runtime array classes named `names`."""
+    return isinstance(obj, type) and obj.__module__.startswith("kernelc.runtime") and \
+        obj.__name__ in names
+
+
 def refuse_array_class(obj: Any) -> None:
-    """Raises for a call of the array classes inside a kernel (`kc.array(ptr=...)`)."""
-    if isinstance(obj, type) and obj.__module__.startswith("kernelc.runtime") and \
-            obj.__name__ in ("array", "indexedarray"):
-        raise KernelError(f"kernelc cannot make an {obj.__name__} inside a kernel (Warp's "
-                          f"in-kernel `array(ptr=...)` is not supported); pass the array "
+    """Raises for a call of an array class that has no in-kernel form (`indexedarray`)."""
+    if is_array_class(obj, "indexedarray"):
+        raise KernelError(f"kernelc cannot make an {obj.__name__} inside a kernel; pass it "
                           f"as a launch argument")

@@ -12,7 +12,7 @@ from kernelc import types as T
 from kernelc.builtins import BUILTINS, Builtin, Expansion, array_index, indexed_array
 from kernelc.builtins.registry import unify
 from kernelc.errors import KernelError, WarpCodegenAttributeError, WarpCodegenTypeError
-from kernelc.frontend import host_values, local_arrays
+from kernelc.frontend import host_values, local_arrays, pointer_arrays
 from kernelc.frontend.builder import Val
 from kernelc.frontend.local_arrays import LocalArray
 from kernelc.ir import semantics
@@ -125,6 +125,8 @@ class ExprLowering:
             return self.from_python(getattr(base.obj, node.attr), node)
         view = ArrayView(base, ()) if isinstance(base, Val) and \
             isinstance(base.type, ARRAY_TYPES) else base  # `a`, or a view `a[i]`
+        if isinstance(view, ArrayView) and node.attr == "ptr":
+            return pointer_arrays.address(self, self.as_val(view, node))
         if isinstance(view, ArrayView) and node.attr in ("shape", "dtype", "ndim"):
             if node.attr == "dtype":  # `a.dtype(x)` converts, as in Warp's generic code
                 return PyObj(view.array.type.dtype)
@@ -461,6 +463,8 @@ class ExprLowering:
 
     def call_other(self, obj: Any, node: ast.Call):
         """Calls of anything else: @func calls (FunctionLowerer) may pass keywords."""
+        if host_values.is_array_class(obj, "array"):
+            return pointer_arrays.array_at(self, node)
         host_values.refuse_array_class(obj)
         raise KernelError(f"calling {_describe(obj)} is not supported in kernels")
 

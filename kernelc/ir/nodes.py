@@ -63,6 +63,9 @@ class OpCode(enum.Enum):
     # A contiguous array over a local array's storage (a view, a func argument): args ();
     # attr: (Slot of a LocalArrayType, shape); the result is an ArrayType of len(shape) dims.
     LOCAL_ARRAY = "local_array"
+    ARRAY_ADDRESS = "array_address"  # args: (array,); the uint64 address of its data
+    # A contiguous array at an address: args (uint64 address, *int32 dims); attr None.
+    ARRAY_AT = "array_at"
     CALL = "call"  # attr: builtin key (see kernelc.builtins)
     CALL_FUNC = "call_func"  # attr: the callee Function's name
     EXTRACT = "extract"  # args: (aggregate,); attr: element index (tuple, flat component, field)

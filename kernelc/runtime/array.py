@@ -167,7 +167,9 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
             raise ValueError("an array made from ptr= needs dtype= and shape=")
         dims = normalize_shape(shape)
         element_layout(dtype)
-        steps = contiguous_strides(dims, dtype.size) if strides is None else tuple(strides)
+        # (Python ints: NumPy int32 strides from another framework would overflow offsets.)
+        steps = contiguous_strides(dims, dtype.size) if strides is None else \
+            tuple(operator.index(s) for s in strides)
         if len(steps) != len(dims) or any(s < 0 for s in steps):
             raise ValueError(f"strides {steps} do not fit shape {dims} (one non-negative "
                              f"byte stride per dimension)")
