@@ -393,6 +393,16 @@ def fixedarray(dtype: _Any = _Any, shape: int | tuple[int, ...] | None = None) -
     return StructType(f"{name}_{_clean_name(t)}", fields, spec)
 
 
+def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Row-major byte strides of a dense block of `shape`."""
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 def fixed_array_spec(t: Type) -> FixedArraySpec | None:
     """The element type and shape of `t` if it is a func's returned fixed-size array."""
     return t.cls if isinstance(t, StructType) and isinstance(t.cls, FixedArraySpec) else None

@@ -308,12 +308,8 @@ def _local_array(em: FunctionEmitter, op: ir.Op) -> str:
     """A contiguous array over a local array's storage (declared in its storage type)."""
     slot, shape = op.attr
     t = op.result.type
-    strides, step = [], t.dtype.size
-    for n in reversed(shape):
-        strides.insert(0, step)
-        step *= n
     dims = ", ".join(f"{n}" for n in shape)
-    steps = ", ".join(f"{n}" for n in strides)
+    steps = ", ".join(f"{n}" for n in T.contiguous_strides(shape, t.dtype.size))
     return f"{array_type(t)}{{{em.slot_name(slot)}, {{{dims}}}, {{{steps}}}}}"
 
 

@@ -538,44 +538,6 @@ def _op_call_func(e: FunctionEmitter, s: ir.Op):
     return result
 
 
-def _op_local_array(e: FunctionEmitter, s: ir.Op):
-    """A contiguous array over a local array's storage: its address, shape, byte strides."""
-    slot, shape = s.attr
-    t = s.result.type
-    strides, step = [], t.dtype.size
-    for n in reversed(shape):
-        strides.insert(0, step)
-        step *= n
-    array = ll.Constant(llvm_type(t), ll.Undefined)
-    data = e.slots[slot.id]
-    if not data.type.is_opaque:  # (llvmlite with typed pointers)
-        data = e.b.bitcast(data, PTR)
-    array = e.b.insert_value(array, data, 0)
-    for axis, (n, stride) in enumerate(zip(shape, strides)):
-        array = e.b.insert_value(array, I64(n), [1, axis])
-        array = e.b.insert_value(array, I64(stride), [2, axis])
-    return array
-
-
-def _op_array_address(e: FunctionEmitter, s: ir.Op):
-    return e.b.ptrtoint(e.b.extract_value(e.v(s.args[0]), 0), I64)
-
-
-def _op_array_at(e: FunctionEmitter, s: ir.Op):
-    """A contiguous array at an address: row-major byte strides from the dims."""
-    b = e.b
-    t = s.result.type
-    dims = [b.sext(e.v(d), I64) for d in s.args[1:]]
-    array = ll.Constant(llvm_type(t), ll.Undefined)
-    array = b.insert_value(array, b.inttoptr(e.v(s.args[0]), PTR), 0)
-    stride = I64(t.dtype.size)
-    for axis in reversed(range(t.ndim)):
-        array = b.insert_value(array, dims[axis], [1, axis])
-        array = b.insert_value(array, stride, [2, axis])
-        stride = b.mul(stride, dims[axis])
-    return array
-
-
 def _op_extract(e: FunctionEmitter, s: ir.Op):
     return e.b.extract_value(e.v(s.args[0]), s.attr)
 
@@ -583,8 +545,6 @@ def _op_extract(e: FunctionEmitter, s: ir.Op):
 _OPS = {
     OpCode.CONST: _op_const, OpCode.CAST: _op_cast, OpCode.SELECT: _op_select,
     OpCode.LOAD_SLOT: _op_load_slot, OpCode.TID: _op_tid, OpCode.LOCAL_LOAD: _op_local_load,
-    OpCode.LOCAL_ARRAY: _op_local_array, OpCode.ARRAY_ADDRESS: _op_array_address,
-    OpCode.ARRAY_AT: _op_array_at,
     OpCode.CALL: _op_call, OpCode.CALL_FUNC: _op_call_func, OpCode.EXTRACT: _op_extract,
 }
 _OPS.update(llvm_memory.OPS)  # array loads, shapes and atomics; raw address loads

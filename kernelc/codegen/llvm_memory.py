@@ -1,5 +1,6 @@
-"""LLVM lowering of the ops that touch memory: array loads and shapes, atomics, and loads
-from a raw address (runtime data structures such as a hash grid's descriptor)."""
+"""LLVM lowering of the ops that touch memory: array loads, shapes and views, atomics, loads
+from a raw address (runtime data structures such as a hash grid's descriptor), and arrays
+over a local array's storage or an address."""
 
 from __future__ import annotations
 
@@ -61,6 +62,41 @@ def _op_array_view(e: Emitter, s: ir.Op):
         view = b.insert_value(view, shape, [1, axis])
         view = b.insert_value(view, stride, [2, axis])
     return view
+
+
+def _op_local_array(e: Emitter, s: ir.Op):
+    """A contiguous array over a local array's storage: its address, shape, byte strides."""
+    slot, shape = s.attr
+    t = s.result.type
+    strides = T.contiguous_strides(shape, t.dtype.size)
+    array = ll.Constant(llvm_type(t), ll.Undefined)
+    data = e.slots[slot.id]
+    if not data.type.is_opaque:  # (llvmlite with typed pointers)
+        data = e.b.bitcast(data, PTR)
+    array = e.b.insert_value(array, data, 0)
+    for axis, (n, stride) in enumerate(zip(shape, strides)):
+        array = e.b.insert_value(array, I64(n), [1, axis])
+        array = e.b.insert_value(array, I64(stride), [2, axis])
+    return array
+
+
+def _op_array_address(e: Emitter, s: ir.Op):
+    return e.b.ptrtoint(e.b.extract_value(e.v(s.args[0]), 0), I64)
+
+
+def _op_array_at(e: Emitter, s: ir.Op):
+    """A contiguous array at an address: row-major byte strides from the dims."""
+    b = e.b
+    t = s.result.type
+    dims = [b.sext(e.v(d), I64) for d in s.args[1:]]
+    array = ll.Constant(llvm_type(t), ll.Undefined)
+    array = b.insert_value(array, b.inttoptr(e.v(s.args[0]), PTR), 0)
+    stride = I64(t.dtype.size)
+    for axis in reversed(range(t.ndim)):
+        array = b.insert_value(array, dims[axis], [1, axis])
+        array = b.insert_value(array, stride, [2, axis])
+        stride = b.mul(stride, dims[axis])
+    return array
 
 
 _RMW_OPS = {
@@ -233,5 +269,6 @@ _PRIVATE_RMW = {
 OPS = {
     OpCode.ARRAY_LOAD: _op_array_load, OpCode.LOAD_ADDRESS: _op_load_address,
     OpCode.ARRAY_SHAPE: _op_array_shape, OpCode.ATOMIC: _op_atomic,
-    OpCode.ARRAY_VIEW: _op_array_view,
+    OpCode.ARRAY_VIEW: _op_array_view, OpCode.LOCAL_ARRAY: _op_local_array,
+    OpCode.ARRAY_ADDRESS: _op_array_address, OpCode.ARRAY_AT: _op_array_at,
 }

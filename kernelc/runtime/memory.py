@@ -24,6 +24,7 @@ from kernelc import types as T
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.device import Device, cuda_runtime
 from kernelc.timing.flags import TIMING_MEMCPY, TIMING_MEMSET
+from kernelc.types import contiguous_strides
 
 if TYPE_CHECKING:
     from kernelc.runtime.array import array
@@ -157,16 +158,6 @@ def index_layout(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...],
     new_shape.extend(shape[len(key):])
     new_strides.extend(strides[len(key):])
     return ptr, tuple(new_shape), tuple(new_strides)
-
-
-def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """Row-major byte strides of a dense block of `shape`."""
-    strides = []
-    step = itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
