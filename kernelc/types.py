@@ -403,6 +403,14 @@ def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]
     return tuple(reversed(strides))
 
 
+def holds_arrays(t: Type) -> bool:
+    """Whether `t` is an array or indexed array, or a struct with one among its fields
+    (nested ones too)."""
+    if isinstance(t, (ArrayType, IndexedArrayType)):
+        return True
+    return isinstance(t, StructType) and any(holds_arrays(f) for _, f in t.fields)
+
+
 def fixed_array_spec(t: Type) -> FixedArraySpec | None:
     """The element type and shape of `t` if it is a func's returned fixed-size array."""
     return t.cls if isinstance(t, StructType) and isinstance(t.cls, FixedArraySpec) else None

@@ -47,7 +47,7 @@ def element_type(dtype: T.Type | None, what: str) -> T.Type:
     if isinstance(dtype, (T.ScalarType, T.VectorType, T.MatrixType)):
         return dtype
     if isinstance(dtype, T.StructType) and T.fixed_array_spec(dtype) is None \
-            and not _holds_arrays(dtype):
+            and not T.holds_arrays(dtype):
         return dtype
     raise KernelError(f"{what} holds scalars, vectors, matrices or structs without arrays, "
                       f"not {dtype!r}")
@@ -134,9 +134,3 @@ def _zero(b, t: T.Type) -> ir.Value:
     if isinstance(t, T.StructType):
         return b.op(OpCode.BUILD, [_zero(b, f) for _, f in t.fields], t)
     return b.op(OpCode.BUILD, [b.const(0, t.dtype)] * t.count, t)
-
-
-def _holds_arrays(t: T.Type) -> bool:
-    if isinstance(t, (T.ArrayType, T.IndexedArrayType)):
-        return True
-    return isinstance(t, T.StructType) and any(_holds_arrays(f) for _, f in t.fields)

@@ -63,7 +63,7 @@ def _spoiled_roots(fn: ir.Function, roots: dict[int, Root], chosen: set[int]) ->
     for s in ir.walk(fn.body):
         for k, v in enumerate(_operands(s)):
             root = roots.get(v.id)
-            if root is None or not _holds_arrays(v.type):
+            if root is None or not T.holds_arrays(v.type):
                 continue
             if isinstance(s, ir.Op) and (
                     s.opcode in (OpCode.EXTRACT, OpCode.ARRAY_SHAPE)
@@ -76,12 +76,6 @@ def _spoiled_roots(fn: ir.Function, roots: dict[int, Root], chosen: set[int]) ->
 def _within(root: Root, outer: Root) -> bool:
     """Whether `root` is `outer` or a field (of a field...) of it."""
     return root[0] == outer[0] and root[1][:len(outer[1])] == outer[1]
-
-
-def _holds_arrays(t: T.Type) -> bool:
-    if isinstance(t, (T.ArrayType, T.IndexedArrayType)):
-        return True
-    return isinstance(t, T.StructType) and any(_holds_arrays(f) for _, f in t.fields)
 
 
 def _operands(s: ir.Stmt) -> tuple[ir.Value, ...]:

@@ -105,13 +105,6 @@ def struct_instances(st: T.StructType, records: np.ndarray) -> list[Any]:
     return [struct_instance(st, record) for record in records.reshape(-1)]
 
 
-def holds_arrays(st: T.Type) -> bool:
-    """Whether a struct type has array or indexed array fields (nested ones too)."""
-    if isinstance(st, (T.ArrayType, T.IndexedArrayType)):
-        return True
-    return isinstance(st, T.StructType) and any(holds_arrays(f) for _, f in st.fields)
-
-
 def struct_refs(data: Any) -> list[Any]:
     """The arrays held by the struct instances in `data` (nested lists too). An array of
     structs copies their addresses, so it keeps these alive."""
@@ -139,5 +132,5 @@ def struct_refs(data: Any) -> list[Any]:
 def keep_field_arrays(owner: Any, dtype: Any, data: Any) -> None:
     """Makes an array of structs built or filled from the instances in `data` keep the
     arrays their fields hold alive (it holds only their addresses)."""
-    if isinstance(dtype, T.StructType) and holds_arrays(dtype):
+    if isinstance(dtype, T.StructType) and T.holds_arrays(dtype):
         owner._field_refs = struct_refs(data)
