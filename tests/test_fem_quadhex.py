@@ -1,9 +1,9 @@
 """kernelc.fem on quadrilateral and hexahedral meshes (`Quadmesh2D`, `Quadmesh3D`,
-`Hexmesh`) against Warp's warp.fem, and on their own.
+`Hexmesh`) and sparse grids (`Nanogrid`) against Warp's warp.fem, and on their own.
 
 The programs of `tests/fem_quadhex_programs.py` (topology, Q1 to Q3, serendipity, vector
 and discontinuous spaces, nodal and side forms, interpolation, lookups; meshes whose cells
-are listed from arbitrary vertices) and Warp's `example_diffusion.py` (`--mesh quad`),
+are listed from arbitrary vertices; a sparse grid) and Warp's `example_diffusion.py` (`--mesh quad`),
 `example_diffusion_3d.py` (`--mesh hex`, `--mesh quad`) and `example_distortion_energy.py`
 (`--mesh quad`) run here with kernelc and in a Warp subprocess started when the module's
 first comparison needs it. Topology (side numbering and orientation, side cells, node

@@ -2,7 +2,7 @@
 
 Import it as Warp's (`import kernelc.fem as fem`) or reach it as `kc.fem`. A problem is
 written with Warp's names: a geometry (`Grid2D`, `Grid3D`, `Trimesh2D`, `Trimesh3D`,
-`Tetmesh`, `Quadmesh2D`, `Quadmesh3D`, `Hexmesh`), a function space on it
+`Tetmesh`, `Quadmesh2D`, `Quadmesh3D`, `Hexmesh`, `Nanogrid`), a function space on it
 (`make_polynomial_space`), integration domains (`Cells`, `BoundarySides`), test and trial
 fields (`make_test`, `make_trial`), `@fem.integrand` functions using the operators
 (`fem.grad`, `fem.normal`, ...), and `integrate`, which returns vectors and `kernelc.sparse`
@@ -53,6 +53,7 @@ from kernelc.fem.hexmesh import Hexmesh
 from kernelc.fem.integrand import Integrand, integrand
 from kernelc.fem.integrate import integrate
 from kernelc.fem.interpolate import interpolate
+from kernelc.fem.nanogrid import Nanogrid
 from kernelc.fem.nodal_quadrature import NodalQuadrature
 from kernelc.fem.operators import (
     D,
@@ -177,5 +178,5 @@ __all__ = [
     "measure_ratio", "normal", "normalize_dirichlet_projector", "operators", "outer",
     "polynomial", "position", "project_linear_system", "project_system_matrix",
     "project_system_rhs", "scalar_type", "Tetmesh", "Trimesh", "Trimesh2D", "Trimesh3D",
-    "Hexmesh", "Quadmesh", "Quadmesh2D", "Quadmesh3D", "utils",
+    "Hexmesh", "Nanogrid", "Quadmesh", "Quadmesh2D", "Quadmesh3D", "utils",
 ]

@@ -35,6 +35,8 @@ def coordinates_func(geo: Any, side: bool) -> Any:
         return _grid2d_side_coordinates(geo) if side else _grid_cell_coordinates(geo, 2)
     if isinstance(geo, Grid3D):
         return _grid3d_side_coordinates(geo) if side else _grid_cell_coordinates(geo, 3)
+    if hasattr(geo, "cell_coordinates"):  # geometries with closed forms of their own
+        return geo.side_coordinates if side else geo.cell_coordinates
     return _generic_coordinates(geo, side, _is_linear(geo, side))
 
 
@@ -48,6 +50,8 @@ def closest_point_func(geo: Any, side: bool) -> Any:
         return _grid2d_side_closest(geo) if side else _grid_cell_closest(geo, 2)
     if isinstance(geo, Grid3D):
         return _grid3d_side_closest(geo) if side else _grid_cell_closest(geo, 3)
+    if hasattr(geo, "cell_closest_point"):
+        return geo.side_closest_point if side else geo.cell_closest_point
     simplex = _simplex_closest(geo, side)
     if simplex is not None:
         return simplex

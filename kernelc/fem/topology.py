@@ -187,6 +187,10 @@ def make_topology(geometry: Geometry, shape: ShapeFunction,
         if closed_lagrange:
             return GridNodeGridTopology(geometry, shape)
         return make_grid3d_topology(geometry, shape)
+    from kernelc.fem.nanogrid import Nanogrid, NanogridTopology
+
+    if isinstance(geometry, Nanogrid):
+        return NanogridTopology(geometry, shape)
     from kernelc.fem.mesh import Mesh
 
     if isinstance(geometry, Mesh):

@@ -6,7 +6,7 @@ numbered by the edge or side, and a sign per (cell, node): the cells sharing an 
 side see its basis function with opposite local orientations, and the sign turns each
 cell's local function into the one global function (Warp's `element_node_sign`). Both are
 host tables, computed once per topology:
-- grids: no signs (every cell's local axes are the grid's); 2-d edges are numbered by side
+- grids and nanogrids: no signs (every cell's local axes are the grid's); 2-d edges are numbered by side
   index, 3-d edges axis by axis then by their (transverse, along) position, 3-d faces axis by
   axis then by their position (not the grid's side order);
 - quadrilateral meshes: the edge's sign says whether the cell walks it from the edge's first
@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from kernelc.fem.nanogrid import Nanogrid, NanogridTopology
 from kernelc.fem.shape import EDGE_X
 from kernelc.fem.shape_cube import EDGE, FACE
 from kernelc.fem.shape_simplex import TET_EDGES
@@ -101,6 +102,11 @@ class Grid3DVectorTopology(_Signed, SpaceTopology):
                              + res[1] * res[2] * (c[:, 0] + instance[n] % 2)
                              + res[2] * c[:, 1] + c[:, 2])
         return out
+
+
+class NanogridVectorTopology(_Signed, NanogridTopology):
+    """One node per edge (Nedelec) or per face (Raviart-Thomas) of a `Nanogrid`, in the
+    edge or face grid's order."""
 
 
 class QuadmeshVectorTopology(_Signed, QuadmeshTopology):
@@ -224,6 +230,8 @@ def make_vector_topology(geometry: Any, shape: Any, discontinuous: bool = False
         return Grid2DVectorTopology(geometry, shape)
     if isinstance(geometry, Grid3D):
         return Grid3DVectorTopology(geometry, shape)
+    if isinstance(geometry, Nanogrid):
+        return NanogridVectorTopology(geometry, shape)
     if isinstance(geometry, Mesh) and geometry.dimension == geometry.cell_dimension:
         topology = {"SQUARE": QuadmeshVectorTopology, "CUBE": HexmeshVectorTopology}.get(
             geometry.reference_cell().name, SimplexVectorTopology)

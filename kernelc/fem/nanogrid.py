@@ -1,0 +1,327 @@
+"""`Nanogrid`: a sparse grid geometry whose cells are the active voxels of a `kc.Volume`
+(Warp's `warp.fem.Nanogrid`).
+
+Numbering (Warp's, so that dofs and matrices match): cells in the cell grid's voxel order;
+vertices, faces and edges are the voxels of auxiliary index grids built with
+`Volume.allocate_by_voxels` from every cell's corners, faces and edges, numbered in those
+grids' voxel order. A face or an edge along axis a is the voxel of its lower corner with
+bit 20 of coordinate a toggled (set for coordinates >= 0, cleared for negative ones), which
+keeps the three axes apart in one grid. Sides are the faces; the boundary sides, the faces
+with a cell on one side only, in face order.
+
+Space topologies read these grids on the host: `NanogridTopology` numbers vertex nodes,
+then edge nodes, then face nodes, then interior nodes, each block in its grid's order
+(a node shared by neighbouring cells has one frame, the grid's axes, so no reorientation).
+"""
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+import kernelc as kc
+from kernelc.fem.element import Element
+from kernelc.fem.geometry import Geometry
+from kernelc.fem.nanogrid_funcs import INNER_MISSING_BIT, OUTER_MISSING_BIT, nanogrid_funcs
+from kernelc.fem.shape import INTERIOR, VERTEX
+from kernelc.fem.shape_cube import EDGE, FACE
+from kernelc.fem.topology import SpaceTopology
+from kernelc.fem.types import mat_type, vec_type
+
+AXIS_FLAG = 1 << 20
+
+
+class Nanogrid(Geometry):
+    """A sparse grid of hexahedral cells, one per active voxel of a volume.
+
+    Args:
+        grid: The volume. For an index grid made by `Volume.allocate_by_voxels` the cells
+            are its active voxels; for other grids, every voxel of its leaves.
+        temporary_store: Accepted for Warp compatibility (kernelc's construction needs no
+            temporary pool).
+        scalar_type: `kc.float32` or `kc.float64` positions.
+        cell_env: Multiple environments are not supported (must be None).
+        env_offsets: Multiple environments are not supported (must be None).
+        rebuildable: Rebuilding in place is not supported (must be False).
+    """
+
+    dimension = 3
+
+    def __init__(self, grid: kc.Volume, temporary_store: Any = None,
+                 scalar_type: Any = kc.float32, cell_env: Any = None, env_offsets: Any = None,
+                 rebuildable: bool = False) -> None:
+        super().__init__(scalar_type)
+        if rebuildable:
+            raise NotImplementedError("rebuildable Nanogrids are not supported by kernelc "
+                                      "(kernelc volumes are not rebuildable)")
+        if cell_env is not None or env_offsets is not None:
+            raise NotImplementedError("Nanogrid environments (cell_env=, env_offsets=) are not "
+                                      "supported by kernelc")
+        if not isinstance(grid, kc.Volume):
+            raise TypeError(f"Nanogrid needs a kc.Volume, got {type(grid).__name__}")
+        self._cell_grid = grid
+        self._device = grid.device
+        self._cell_ijk_host = np.ascontiguousarray(grid.get_voxels().numpy(), dtype=np.int32)
+        if len(self._cell_ijk_host) == 0:
+            raise ValueError("Nanogrid requires at least one active cell")
+        self._cell_ijk = kc.array(self._cell_ijk_host, dtype=kc.vec3i, device=self._device)
+        corners = self._cell_ijk_host[:, None, :] + _CUBE_CORNERS[None, :, :]
+        self._node_grid = self._index_grid(corners.reshape(-1, 3))
+        self._init_transform()
+        funcs = nanogrid_funcs(scalar_type)
+        self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
+        for name in self.CELL_FUNCS + self.SIDE_FUNCS + (
+                "cell_lookup", "cell_coordinates", "cell_closest_point", "side_coordinates",
+                "side_closest_point"):
+            setattr(self, name, getattr(funcs, name))
+        self._args: dict[Any, Any] = {}
+
+    def _index_grid(self, voxels: np.ndarray) -> kc.Volume:
+        """An index grid with these voxels, of the cell grid's voxel size (as Warp builds
+        its vertex, face and edge grids)."""
+        points = kc.array(np.ascontiguousarray(voxels, dtype=np.int32), dtype=kc.vec3i,
+                          device=self._device)
+        return kc.Volume.allocate_by_voxels(points, voxel_size=self._cell_grid.get_voxel_size(),
+                                            device=self._device)
+
+    def _init_transform(self) -> None:
+        # Warp's rule: a (near-)diagonal transform is inverted entry by entry.
+        t = np.array(self.transform, dtype=np.float64).reshape(3, 3)
+        diag = np.diag(t)
+        mat33, vec3 = mat_type(3, 3, self._scalar_type), vec_type(3, self._scalar_type)
+        if np.max(np.abs(t - np.diag(diag))) < 1.0e-6 * np.max(diag):
+            inverse = np.diag(1.0 / diag)
+            volume = diag[0] * diag[1] * diag[2]
+            areas = (diag[1] * diag[2], diag[2] * diag[0], diag[0] * diag[1])
+        else:
+            inverse = np.linalg.inv(t)
+            volume = abs(np.linalg.det(t))
+            areas = tuple(np.linalg.norm(np.cross(t[:, k - 2], t[:, k - 1])) for k in range(3))
+        self._inverse_transform = mat33(*[float(x) for x in inverse.reshape(-1)])
+        self._cell_volume = float(volume)
+        self._face_areas = vec3(*[float(a) for a in areas])
+
+    # ---- Warp's properties -------------------------------------------------------------
+
+    @property
+    def transform(self) -> Any:
+        """The 3x3 index-to-world matrix of the cell grid."""
+        return self._cell_grid.get_grid_info().transform_matrix
+
+    @property
+    def cell_grid(self) -> kc.Volume:
+        """The volume whose voxels are the cells."""
+        return self._cell_grid
+
+    @property
+    def vertex_grid(self) -> kc.Volume:
+        """The index grid of the cells' corners (its voxel order numbers the vertices)."""
+        return self._node_grid
+
+    @property
+    def face_grid(self) -> kc.Volume:
+        """The index grid of the cells' faces, axis-flagged (it numbers the sides)."""
+        return self._faces[0]
+
+    @property
+    def edge_grid(self) -> kc.Volume:
+        """The index grid of the cells' edges, axis-flagged (it numbers the edges)."""
+        return self._edges[0]
+
+    # ---- sizes -------------------------------------------------------------------------
+
+    def cell_count(self) -> int:
+        return len(self._cell_ijk_host)
+
+    def vertex_count(self) -> int:
+        return self._node_grid.get_voxel_count()
+
+    def side_count(self) -> int:
+        return len(self._faces[1])
+
+    def boundary_side_count(self) -> int:
+        return len(self.boundary_side_indices())
+
+    def edge_count(self) -> int:
+        """Number of edges."""
+        return len(self._edges[1])
+
+    def reference_cell(self) -> Element:
+        return Element.CUBE
+
+    def reference_side(self) -> Element:
+        return Element.SQUARE
+
+    # ---- faces and edges ---------------------------------------------------------------
+
+    @cached_property
+    def _faces(self) -> tuple[kc.Volume, np.ndarray, np.ndarray, np.ndarray]:
+        """(face grid, face ijk (the upper cell's), face flags, (inner, outer) cells)."""
+        ijk = self._cell_ijk_host
+        faces = [flag_axis(ijk + np.eye(3, dtype=np.int32)[a] * high, a)
+                 for high in (0, 1) for a in range(3)]
+        grid = self._index_grid(np.concatenate(faces))
+        axis, face_ijk = unflag_axis(grid.get_voxels().numpy())
+        below = face_ijk.copy()
+        below[np.arange(len(below)), axis] -= 1
+        above_cell, below_cell = self.lookup_cells(face_ijk), self.lookup_cells(below)
+        flags = (axis | ((below_cell == -1) << INNER_MISSING_BIT)
+                 | ((above_cell == -1) << OUTER_MISSING_BIT)).astype(np.uint8)
+        inner = np.where(below_cell == -1, above_cell, below_cell)
+        outer = np.where(above_cell == -1, below_cell, above_cell)
+        return grid, face_ijk, flags, np.stack([inner, outer], axis=1).astype(np.int32)
+
+    @cached_property
+    def _edges(self) -> tuple[kc.Volume, np.ndarray]:
+        """(edge grid, flagged edge ijk in grid order)."""
+        grid = self._index_grid(np.concatenate(
+            [flag_axis(cell_edges(self._cell_ijk_host, e), e // 4) for e in range(12)]))
+        return grid, grid.get_voxels().numpy()
+
+    def lookup_cells(self, ijk: np.ndarray) -> np.ndarray:
+        """Cell index of each voxel (n, 3) of the cell grid, -1 where there is none."""
+        return lookup_voxels(self._cell_grid, ijk)
+
+    # ---- host topology -----------------------------------------------------------------
+
+    def boundary_side_indices(self) -> np.ndarray:
+        flags = self._faces[2]
+        boundary = (flags >> INNER_MISSING_BIT) | (flags >> OUTER_MISSING_BIT)
+        return np.flatnonzero(boundary & 1).astype(np.int32)
+
+    def side_cells(self, sides: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cells = self._faces[3][np.asarray(sides, dtype=np.int64)]
+        return cells[:, 0], cells[:, 1]
+
+    def host_cell_positions(self, coords: np.ndarray) -> np.ndarray:
+        info = self._cell_grid.get_grid_info()
+        t = np.array(info.transform_matrix, dtype=np.float64).reshape(3, 3)
+        uvw = (self._cell_ijk_host[:, None, :].astype(np.float64)
+               + np.asarray(coords, dtype=np.float64)[None, :, :3] - 0.5)
+        return uvw @ t.T + np.asarray(info.translation, dtype=np.float64)
+
+    # ---- kernel arguments --------------------------------------------------------------
+
+    def cell_arg_value(self, device: Any = None) -> Any:
+        key = ("cell", str(kc.get_device(device)))
+        if key not in self._args:
+            arg = self.CellArg()
+            arg.cell_grid = self._cell_grid.id
+            arg.cell_ijk = self._cell_ijk.to(device)
+            arg.inverse_transform = self._inverse_transform
+            arg.cell_volume = self._scalar_type(self._cell_volume)
+            self._args[key] = arg
+        return self._args[key]
+
+    def side_arg_value(self, device: Any = None) -> Any:
+        key = ("side", str(kc.get_device(device)))
+        if key not in self._args:
+            _, face_ijk, flags, _ = self._faces
+            arg = self.SideArg()
+            arg.cell_arg = self.cell_arg_value(device)
+            arg.face_ijk = kc.array(face_ijk, dtype=kc.vec3i, device=device)
+            arg.face_flags = kc.array(flags, dtype=kc.uint8, device=device)
+            arg.face_areas = self._face_areas
+            self._args[key] = arg
+        return self._args[key]
+
+
+# ---- voxel helpers -----------------------------------------------------------------------
+
+# Corner n of a cell is (n >> 2 & 1, n >> 1 & 1, n & 1), as a cube's vertex n.
+_CUBE_CORNERS = np.array([[(n >> 2) & 1, (n >> 1) & 1, n & 1] for n in range(8)],
+                         dtype=np.int32)
+
+
+def flag_axis(ijk: np.ndarray, axis: Any) -> np.ndarray:
+    """`ijk` (n, 3) with bit 20 of coordinate `axis` (an int or one per row) toggled on."""
+    out = np.array(ijk, dtype=np.int32)
+    rows = np.arange(len(out))
+    c = out[rows, axis]
+    out[rows, axis] = np.where(c < 0, c & ~AXIS_FLAG, c | AXIS_FLAG)
+    return out
+
+
+def unflag_axis(ijk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(axis, ijk with the axis flag removed) of axis-flagged voxels (n, 3)."""
+    ijk = np.array(ijk, dtype=np.int32).reshape(-1, 3)
+    flagged = np.where(ijk < 0, (ijk & AXIS_FLAG) == 0, (ijk & AXIS_FLAG) != 0)
+    axis = np.argmax(flagged, axis=1)
+    rows = np.arange(len(ijk))
+    c = ijk[rows, axis]
+    ijk[rows, axis] = np.where(c < 0, c | AXIS_FLAG, c & ~AXIS_FLAG)
+    return axis, ijk
+
+
+def cell_edges(cell_ijk: np.ndarray, edge: int) -> np.ndarray:
+    """The lower corner of local edge `edge` of each cell: edges 4 a .. 4 a + 3 run along
+    axis a, offset by (o >> 1, o & 1) along axes (a + 1, a + 2) for o = edge % 4."""
+    axis, offset = divmod(edge, 4)
+    out = np.array(cell_ijk, dtype=np.int32)
+    out[:, (axis + 1) % 3] += offset >> 1
+    out[:, (axis + 2) % 3] += offset & 1
+    return out
+
+
+@kc.kernel
+def _lookup_voxels_kernel(volume: kc.uint64, ijk: kc.array(dtype=kc.vec3i),
+                          out: kc.array(dtype=kc.int32)):
+    i = kc.tid()
+    v = ijk[i]
+    out[i] = kc.volume_lookup_index(volume, v[0], v[1], v[2])
+
+
+def lookup_voxels(volume: kc.Volume, ijk: np.ndarray) -> np.ndarray:
+    """The index of each voxel (n, 3) in an index grid, -1 for voxels it does not hold."""
+    ijk = np.ascontiguousarray(np.asarray(ijk, dtype=np.int32).reshape(-1, 3))
+    device = volume.device
+    out = kc.empty(len(ijk), dtype=kc.int32, device=device)
+    if len(ijk):
+        kc.launch(_lookup_voxels_kernel, len(ijk),
+                  [volume.id, kc.array(ijk, dtype=kc.vec3i, device=device), out], device=device)
+    return out.numpy().astype(np.int64)
+
+
+class NanogridTopology(SpaceTopology):
+    """Continuous nodes of cube shape functions on a `Nanogrid` (Warp's numbering: see the
+    module's docstring; with an open family, all nodes are interior to their cell)."""
+
+    def _counts(self) -> tuple[int, int, int, int]:
+        s = self._shape
+        return s.VERTEX_NODE_COUNT, s.EDGE_NODE_COUNT, s.FACE_NODE_COUNT, s.INTERIOR_NODE_COUNT
+
+    def node_count(self) -> int:
+        v, e, f, i = self._counts()
+        geo = self._geometry
+        return (geo.vertex_count() * v + (geo.edge_count() * e if e else 0)
+                + (geo.side_count() * f if f else 0) + geo.cell_count() * i)
+
+    def _cell_node_indices(self) -> np.ndarray:
+        geo = self._geometry
+        v_count, e_count, f_count, i_count = self._counts()
+        kind, instance, index = self._shape.node_types()
+        cells = geo._cell_ijk_host
+        out = np.zeros((len(cells), len(kind)), dtype=np.int64)
+        for n in range(len(kind)):
+            if kind[n] == VERTEX:
+                voxel, grid, count = cells + _CUBE_CORNERS[instance[n]], geo.vertex_grid, v_count
+                block = 0
+            elif kind[n] == EDGE:
+                voxel = flag_axis(cell_edges(cells, instance[n]), instance[n] // 4)
+                grid, count = geo.edge_grid, e_count
+                block = geo.vertex_count() * v_count
+            elif kind[n] == FACE:
+                axis, high = divmod(int(instance[n]), 2)
+                voxel = flag_axis(cells + np.eye(3, dtype=np.int32)[axis] * high, axis)
+                grid, count = geo.face_grid, f_count
+                block = geo.vertex_count() * v_count + (geo.edge_count() * e_count
+                                                        if e_count else 0)
+            else:
+                continue
+            out[:, n] = block + count * lookup_voxels(grid, voxel) + index[n]
+        offset = (geo.vertex_count() * v_count + (geo.edge_count() * e_count if e_count else 0)
+                  + (geo.side_count() * f_count if f_count else 0))
+        interior = kind == INTERIOR
+        cell = np.arange(len(cells))[:, None]
+        out[:, interior] = offset + cell * i_count + index[None, interior]
+        return out
