@@ -15,6 +15,8 @@ from typing import Any as _Any
 
 import numpy as np
 
+from kernelc import types_bf16 as _bf16
+
 
 class Type:
     """Base of every kernelc type."""
@@ -76,7 +78,7 @@ class ScalarType(Type):
 
     @property
     def np_dtype(self) -> np.dtype:
-        return np.dtype(_NP_NAMES[self.name])
+        return np.dtype(_NP_NAMES.get(self.name, self.name))
 
     def __call__(self, value: _Any) -> _Any:
         """Host-side conversion, e.g. `kc.float32(1.5)` -> `numpy.float32(1.5)` (of the
@@ -86,6 +88,8 @@ class ScalarType(Type):
     def __instancecheck__(self, obj: _Any) -> bool:
         """`isinstance(x, kc.float32)`, as with Warp's scalar classes: true for this type's
         host values (NumPy scalars of its dtype), false for Python numbers."""
+        if self == bfloat16 or isinstance(obj, _HOST_SCALARS["bfloat16"]):
+            return self == bfloat16 and isinstance(obj, _HOST_SCALARS["bfloat16"])
         return isinstance(obj, np.generic) and obj.dtype == self.np_dtype
 
     def __repr__(self) -> str:
@@ -459,23 +463,15 @@ float16 = ScalarType("float16", "float", 16)
 float32 = ScalarType("float32", "float", 32)
 float64 = ScalarType("float64", "float", 64)
 
-_NP_NAMES = {
-    "bool": "bool",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "uint8": "uint8",
-    "uint16": "uint16",
-    "uint32": "uint32",
-    "uint64": "uint64",
-    "float16": "float16",
-    "float32": "float32",
-    "float64": "float64",
-}
+bfloat16 = ScalarType("bfloat16", "float", 16)
+
+# NumPy's dtype of each scalar type in memory: its own name, but for bfloat16, which NumPy
+# lacks and which memory holds as its 16 bits (kernelc.types_bf16).
+_NP_NAMES = {"bfloat16": "uint16"}
 
 SCALAR_TYPES: tuple[ScalarType, ...] = (
-    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
+    float64,
 )
 
 
@@ -511,8 +507,11 @@ def _host_scalar_class(t: ScalarType) -> type:
     return type(base.__name__, (base, HostScalar), namespace)
 
 
-_HOST_SCALARS = {t.name: _host_scalar_class(t) for t in SCALAR_TYPES if not t.is_bool}
-_BY_NP_DTYPE = {t.np_dtype: t for t in SCALAR_TYPES}
+_HOST_SCALARS = {t.name: _host_scalar_class(t) for t in SCALAR_TYPES
+                 if not t.is_bool and t is not bfloat16}
+_HOST_SCALARS["bfloat16"] = _bf16.host_scalar_class(HostScalar)
+# (uint16 data is uint16: bfloat16 bits are read as such only where a dtype says so)
+_BY_NP_DTYPE = {t.np_dtype: t for t in SCALAR_TYPES if t is not bfloat16}
 
 # Python's own names used as annotations mean Warp's defaults.
 _PYTHON_TYPES = {int: int32, float: float32, bool: bool_}
@@ -524,6 +523,14 @@ def from_numpy_dtype(dtype: _Any) -> ScalarType:
         return _BY_NP_DTYPE[np.dtype(dtype)]
     except (KeyError, TypeError, ValueError):  # NumPy raises ValueError for some classes
         raise TypeError(f"NumPy dtype {dtype!r} has no kernelc equivalent") from None
+
+
+def number_type(value: np.generic) -> ScalarType:
+    """The scalar type of a NumPy number: its dtype's, but bfloat16 for `kc.bfloat16(x)`
+    (a float32 underneath, as NumPy has no bfloat16)."""
+    if isinstance(value, _HOST_SCALARS["bfloat16"]):
+        return bfloat16
+    return from_numpy_dtype(value.dtype)
 
 
 def dtype_from_numpy(numpy_dtype: _Any) -> ScalarType:

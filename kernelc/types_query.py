@@ -16,13 +16,14 @@ import numpy as np
 from kernelc import types as T
 
 # Warp's short suffixes: vec3f, mat22d, quath, transformf, vec4ub, ...
-_SHORT = {"float16": "h", "float32": "f", "float64": "d", "int8": "b", "int16": "s",
-          "int32": "i", "int64": "l", "uint8": "ub", "uint16": "us", "uint32": "ui",
+_SHORT = {"float16": "h", "bfloat16": "bf", "float32": "f", "float64": "d", "int8": "b",
+          "int16": "s", "int32": "i", "int64": "l", "uint8": "ub", "uint16": "us", "uint32": "ui",
           "uint64": "ul"}
-_CTYPES = {"float16": ctypes.c_uint16, "float32": ctypes.c_float, "float64": ctypes.c_double,
-           "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
-           "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
-           "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64, "bool": ctypes.c_bool}
+_CTYPES = {"float16": ctypes.c_uint16, "bfloat16": ctypes.c_uint16, "float32": ctypes.c_float,
+           "float64": ctypes.c_double, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
+           "int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint8": ctypes.c_uint8,
+           "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
+           "bool": ctypes.c_bool}
 
 
 def _value_type(t: Any) -> T.Type | None:
@@ -63,7 +64,7 @@ def type_is_int(t: Any) -> bool:
 
 
 def type_is_float(t: Any) -> bool:
-    """Whether `t` is a floating-point type (`float`, `kc.float16/32/64`)."""
+    """Whether `t` is a floating-point type (`float`, `kc.float16/32/64`, `kc.bfloat16`)."""
     return _kind(t) == "float"
 
 
@@ -271,7 +272,8 @@ def class_name(t: T.Type) -> str:
     if isinstance(t, T.StructType):
         return t.name
     name = type_repr(t)
-    if "(" not in name:
+    # (bfloat16 vectors and matrices have a short repr, `vec3bf`, but no named class)
+    if "(" not in name and getattr(t, "dtype", None) != T.bfloat16:
         return name
     return {"vec": "vec_t", "quat": "quat_t", "transform": "transform_t"}.get(
         getattr(t, "kind", ""), "mat_t")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from kernelc import types as T
+from kernelc.types_bf16 import number_dtype, round_float32, storage
 
 # Warp's dtype suffixes.
 _SUFFIXES: dict[str, T.ScalarType] = {
@@ -250,7 +251,7 @@ class HostValue(np.ndarray):
         """The kernelc type (kept while the shape and dtype still fit it)."""
         base = self._kc_base
         if base is not None and self.shape == _shape_of(base) \
-                and self.dtype == base.dtype.np_dtype:
+                and self.dtype == number_dtype(base.dtype):
             return base
         try:
             scalar = T.from_numpy_dtype(self.dtype)
@@ -290,16 +291,32 @@ class HostValue(np.ndarray):
     z = property(lambda self: self._component(2), lambda self, v: self._set_component(2, v))
     w = property(lambda self: self._component(3), lambda self, v: self._set_component(3, v))
 
+    def _transform_part(self, name: str) -> None:
+        if self.shape != (7,):  # only transforms have p and q
+            raise self._no_attribute(name)
+
     @property
     def p(self) -> HostValue:
         """A transform's translation."""
+        self._transform_part("p")
         return host_value(TYPES["vec3"] if self.dtype == np.float32 else
                           vector(3, T.from_numpy_dtype(self.dtype)), (self[:3],))
+
+    @p.setter
+    def p(self, value: Any) -> None:
+        self._transform_part("p")
+        self[:3] = value
 
     @property
     def q(self) -> HostValue:
         """A transform's rotation quaternion."""
+        self._transform_part("q")
         return host_value(quaternion(T.from_numpy_dtype(self.dtype)), (self[3:7],))
+
+    @q.setter
+    def q(self, value: Any) -> None:
+        self._transform_part("q")
+        self[3:7] = value
 
 
 def _components(row: np.ndarray) -> list[Any]:
@@ -314,6 +331,10 @@ def _class_name(t: T.VectorType | T.MatrixType) -> str:
     """Warp's class name of a value type: `vec3f`, `mat22d`, `quatf`, `vec3ub`."""
     if t.name:
         return t.name + "f" if t.dtype == T.float32 else t.name
+    if t.dtype == T.bfloat16:  # no named types, but Warp's short names: vec3bf, mat22bf
+        from kernelc.types_query import type_repr
+
+        return type_repr(t)
     if isinstance(t, T.MatrixType):
         return f"matrix(shape={t.shape}, dtype={t.dtype!r})"
     return f"vector(length={t.length}, dtype={t.dtype!r})"
@@ -343,7 +364,7 @@ def host_value(t: T.VectorType | T.MatrixType, args: tuple[Any, ...]) -> HostVal
         comps = comps * count
     if len(comps) != count:
         raise TypeError(f"{t!r} takes {count} components, got {len(comps)}")
-    data = np.array(comps, dtype=t.dtype.np_dtype).reshape(_shape_of(t))
+    data = _numbers(comps, t.dtype).reshape(_shape_of(t))
     value = data.view(HostValue)
     value._kc_base = t
     return value
@@ -381,10 +402,23 @@ def _is_sequence(value: Any) -> bool:
     return isinstance(value, (list, tuple, np.ndarray))
 
 
-def as_host_array(t: T.Type, value: Any) -> np.ndarray | None:
-    """`value` as a NumPy array of `t`'s shape and dtype, or None when it does not fit."""
+def _numbers(comps: Any, scalar: T.ScalarType) -> np.ndarray:
+    """Components as host numbers of `scalar`: bfloat16 ones as float32, rounded to it."""
+    if scalar == T.bfloat16:
+        return round_float32(np.array(comps, dtype=np.float32))
     try:
-        data = np.asarray(value, dtype=t.dtype.np_dtype)
+        return np.array(comps, dtype=scalar.np_dtype)
+    except OverflowError:  # ints out of range wrap, as in Warp (`vec3ub(1, -2, 3)`: 254)
+        mask = (1 << scalar.bits) - 1
+        wrapped = [int(c) & mask for c in np.array(comps, dtype=object).reshape(-1)]
+        return np.array(wrapped, dtype=np.uint64).astype(scalar.np_dtype)
+
+
+def as_host_array(t: T.Type, value: Any) -> np.ndarray | None:
+    """`value` as a NumPy array of `t`'s shape and dtype in memory (bfloat16 components as
+    their bits), or None when it does not fit."""
+    try:
+        data = storage(value, t.dtype)
     except (TypeError, ValueError):
         return None
     if data.shape != _shape_of(t):

@@ -156,7 +156,7 @@ Int = _type_var("Int", frozenset(("int", "uint")), (int,))
 """Any integer scalar type (`int8` ... `uint64`; `int` in an annotation is int32)."""
 
 Float = _type_var("Float", frozenset(("float",)), (float,))
-"""Any floating-point scalar type (`float16`, `float32`, `float64`)."""
+"""Any floating-point scalar type (`float16`, `bfloat16`, `float32`, `float64`)."""
 
 Scalar = _type_var("Scalar", frozenset(("int", "uint", "float")), (int, float))
 """Any integer or floating-point scalar type (not `bool`, as in Warp)."""

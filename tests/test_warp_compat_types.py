@@ -67,6 +67,15 @@ def test_bool_vector_host_values():
     assert vec3b.size == 3
 
 
+def test_host_integer_vectors_wrap_out_of_range_components():
+    # as Warp's: the components are taken modulo 2^bits
+    assert list(kc.types.vector(3, kc.uint8)(1, -2, 3)) == [1, 254, 3]
+    assert list(kc.types.vector(3, kc.int8)(1, 300, -129)) == [1, 44, 127]
+    assert list(kc.types.vector(2, kc.int64)(-2 ** 63, 2 ** 64 - 1)) == [-2 ** 63, -1]
+    assert np.asarray(kc.types.matrix((2, 2), kc.uint16)(1, -2, 3, 70000)).tolist() == [
+        [1, 65534], [3, 4464]]
+
+
 # ---- generic vector and matrix annotations ---------------------------------------------
 
 
@@ -262,6 +271,19 @@ def test_host_transform_and_identities():
         kc.transform((1, 2, 3), (0, 0, 0, 1), q=(0, 0, 0, 1))
     with pytest.raises(TypeError, match="unexpected keyword argument 'pos'"):
         kc.transform(pos=(1, 2, 3))
+
+
+def test_host_transform_parts_can_be_set():
+    t = kc.transform()
+    t.p = kc.vec3(1.0, 2.0, 3.0)
+    t.q = kc.quat(0.0, 0.0, 0.6, 0.8)
+    np.testing.assert_array_equal(t, np.float32([1, 2, 3, 0, 0, 0.6, 0.8]))
+    np.testing.assert_array_equal(t.p, [1, 2, 3])
+    np.testing.assert_array_equal(t.q, np.float32([0, 0, 0.6, 0.8]))
+    with pytest.raises(AttributeError, match="'vec3f' object has no attribute 'p'"):
+        kc.vec3().p = kc.vec3(1.0, 2.0, 3.0)
+    with pytest.raises(AttributeError, match="'vec3f' object has no attribute 'q'"):
+        print(kc.vec3().q)
 
 
 # ---- tuples as values ------------------------------------------------------------------

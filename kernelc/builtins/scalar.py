@@ -180,16 +180,19 @@ register("step", "scalar math", "1 if x < 0, else 0 (in x's type, as in Warp).",
 
 
 # Warp's conversion factors are double constants: float16 and float32 arguments are
-# multiplied in double and the product rounded back (through float32 for float16).
+# multiplied in double and the product rounded back (through float32 for float16);
+# bfloat16 ones are multiplied in float32 by the factor rounded to float32 (Warp's
+# bfloat16-times-double product).
 _RAD_TO_DEG = float("57.29577951308232087679")
 _DEG_TO_RAD = float("0.01745329251994329577")
 
 
 def _scaled_in_double(factor: float):
     def expand(em, x):
-        wide = x if x.type == T.float64 else em.op(OpCode.CAST, (x,), T.float64)
-        out = em.op(OpCode.MUL, (wide, em.const(factor, T.float64)), T.float64)
-        return out if x.type == T.float64 else em.op(OpCode.CAST, (out,), x.type)
+        w = T.float32 if x.type == T.bfloat16 else T.float64
+        wide = x if x.type == w else em.op(OpCode.CAST, (x,), w)
+        out = em.op(OpCode.MUL, (wide, em.const(factor, w)), w)
+        return out if x.type == w else em.op(OpCode.CAST, (out,), x.type)
 
     return expand
 

@@ -221,8 +221,8 @@ register("lower_bound", "utility",
 
 _PRINTF = {
     "int8": "%d", "int16": "%d", "int32": "%d", "int64": "%lld", "uint8": "%u", "uint16": "%u",
-    "uint32": "%u", "uint64": "%llu", "float16": "%g", "float32": "%g", "float64": "%g",
-    "bool": "%d",
+    "uint32": "%u", "uint64": "%llu", "float16": "%g", "bfloat16": "%g", "float32": "%g",
+    "float64": "%g", "bool": "%d",
 }
 
 

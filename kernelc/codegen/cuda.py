@@ -25,6 +25,7 @@ from kernelc.codegen.cuda_layout import ParamLayout, build_layout
 from kernelc.codegen.cuda_ops import (
     OP_EMITTERS,
     c_string,
+    from_storage,
     func_symbol,
     printf_arg,
     return_struct,
@@ -136,7 +137,8 @@ def _emit_entry(kernel: ir.Function) -> tuple[str, ParamLayout]:
         specs.append((name, t, c_type))
         symbol = _param_symbol(name)
         params.append(f"{c_type} {symbol}")
-        args.append(f"kc_half_to_float({symbol})" if t == T.float16 else symbol)
+        # (16-bit floats arrive as their bits; bool converts implicitly)
+        args.append(from_storage(symbol, t) if t != T.bool_ else symbol)
     call_args = "".join(f", {a}" for a in args)
     text = (
         f'extern "C" __global__ void {entry_name(kernel.name)}({", ".join(params)}) {{\n'

@@ -102,7 +102,7 @@ def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
         return cuda_ops.OP_EMITTERS[OpCode.ATOMIC](em, op)
     address = cuda_ops.atomic_address(em, op)
     pointer, old = f"kc_p{op.result.id}", f"kc_o{op.result.id}"
-    suffix = "_f16" if dtype.dtype == T.float16 else ""
+    suffix = cuda_ops.ATOMIC_SUFFIX.get(dtype.dtype.name, "")
     em.line(f"{storage_type(dtype)}* const {pointer} = {address};")
     em.line(f"{aggregate_name(dtype)} {old};")
     names = [em.name(v) for v in operands]

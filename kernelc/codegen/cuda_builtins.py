@@ -1,7 +1,7 @@
 """CUDA lowering of the primitive builtins (the `key`s of `kernelc.builtins`).
 
 Most entries give a C expression template for float32 and one for float64; `{0}`, `{1}`
-are the argument names. float16 uses the float32 form and rounds the result to half.
+are the argument names. float16 and bfloat16 use the float32 form and round the result.
 Entries that depend on other types are functions of (argument names, argument types,
 result type) returning the C expression.
 """
@@ -71,5 +71,6 @@ def lower_math(key: str, args: list[str], result: T.Type,
         raise TypeError(f"builtin '{key}' on {result!r}")
     if result.bits == 64:
         return f64.format(*args)
-    expr = f32.format(*args)
-    return f"kc_round_half({expr})" if result.bits == 16 else expr
+    from kernelc.codegen.cuda_ops import rounded
+
+    return rounded(f32.format(*args), result)

@@ -2,11 +2,12 @@
 
 The entry takes `kc_launch` by value, then each kernel parameter by value: arrays as
 `kc_array<T, N>` = {T* data; int64 shape[N]; int64 strides[N]} (byte strides), scalars as
-their C storage type (bool: 1 byte, float16: its 16 bits), vectors, matrices and structs as
-their C structs (`cuda_types.py`), laid out as `kernelc.types` describes them. Offsets are those of a packed
-argument buffer in which every parameter is aligned to its own alignment, which is how CUDA
-lays out kernel parameters (cuLaunchKernel with CU_LAUNCH_PARAM_BUFFER_POINTER), so the
-same bytes serve the driver (per-parameter pointers into the buffer) and the host harness.
+their C storage type (bool: 1 byte, float16 and bfloat16: their 16 bits), vectors, matrices
+and structs as their C structs (`cuda_types.py`), laid out as `kernelc.types` describes
+them. Offsets are those of a packed argument buffer in which every parameter is aligned to
+its own alignment, which is how CUDA lays out kernel parameters (cuLaunchKernel with
+CU_LAUNCH_PARAM_BUFFER_POINTER), so the same bytes serve the driver (per-parameter pointers
+into the buffer) and the host harness.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelc import types as T
+from kernelc.types_bf16 import to_bits
 
 # struct format characters for scalar storage (little-endian, as on every CUDA platform)
 _FORMATS = {
     "bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
-    "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
-    "float64": "d",
+    "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "bfloat16": "H",
+    "float32": "f", "float64": "d",
 }
 LAUNCH_SIZE = 48  # int64 dims[4]; int64 size; kc_error* error
 ERROR_SIZE = 80  # int32 code, check_id, ndim, pad; int64 index[4]; int64 shape[4]
@@ -112,6 +114,8 @@ def _pack_param(spec: ParamField, value: Any) -> bytes:
     if spec.kind == "aggregate":
         return _pack_aggregate(spec, value)
     fmt = _FORMATS[spec.type.name]
+    if spec.type == T.bfloat16:
+        value = to_bits(value)
     return struct.pack("<" + fmt, value.item() if hasattr(value, "item") else value)
 
 

@@ -28,18 +28,33 @@ from kernelc.codegen.cuda_types import (
 from kernelc.ir import nodes as ir
 from kernelc.ir.analysis import atomic_parts, atomic_target
 from kernelc.ir.nodes import OpCode
+from kernelc.types_bf16 import round_float32
 
 if TYPE_CHECKING:
     from kernelc.codegen.cuda import FunctionEmitter
 
 _VALUE_C = VALUE_C
 
+# The 16-bit float types: values in float registers, bits in memory (see the prelude).
+_TO_FLOAT = {"float16": "kc_half_to_float", "bfloat16": "kc_bf16_to_float"}
+_FROM_FLOAT = {"float16": "kc_float_to_half", "bfloat16": "kc_float_to_bf16"}
+_ROUND = {"float16": "kc_round_half", "bfloat16": "kc_round_bf16"}
+# The suffix of the prelude's atomics on their elements.
+ATOMIC_SUFFIX = {"float16": "_f16", "bfloat16": "_bf16"}
+
+
+def rounded(expr: str, t: T.ScalarType) -> str:
+    """`expr`, computed in float for type `t`, rounded to `t` where that is a 16-bit float."""
+    fn = _ROUND.get(t.name)
+    return f"{fn}({expr})" if fn else expr
+
+
 def from_storage(expr: str, t: T.Type) -> str:
     """A value of type `t` read from memory holding `expr`."""
     if t == T.bool_:
         return f"({expr} != 0)"
-    if t == T.float16:
-        return f"kc_half_to_float({expr})"
+    if isinstance(t, T.ScalarType) and t.name in _TO_FLOAT:
+        return f"{_TO_FLOAT[t.name]}({expr})"
     return expr
 
 
@@ -47,8 +62,8 @@ def to_storage(expr: str, t: T.Type) -> str:
     """The memory representation of the value `expr` of type `t`."""
     if t == T.bool_:
         return f"(kc_uint8){expr}"
-    if t == T.float16:
-        return f"kc_float_to_half({expr})"
+    if isinstance(t, T.ScalarType) and t.name in _FROM_FLOAT:
+        return f"{_FROM_FLOAT[t.name]}({expr})"
     return expr
 
 
@@ -87,6 +102,8 @@ def _float_literal(v: float, t: T.ScalarType) -> str:
         return f"__int_as_float({bits})"
     if t.bits == 64:
         return repr(v)
+    if t == T.bfloat16:
+        return repr(float(round_float32(v))) + "f"  # the bfloat16 value, written exactly
     if t.bits == 16:
         return repr(float(np.float16(v))) + "f"  # the half value, written exactly
     return str(np.float32(v)) + "f"  # shortest text that reads back as this float32
@@ -115,10 +132,11 @@ def cast_expr(x: str, src: T.ScalarType, dst: T.ScalarType) -> str:
     if dst.is_bool:
         return f"({x} != 0)"
     if dst.is_float:
-        if dst.bits == 16 and not src.is_bool:
+        if dst.name in _ROUND and not src.is_bool:
             # Through float: exact for every int that does not overflow half anyway; a
-            # float64 is rounded twice (a tie can differ from one correct rounding).
-            return f"kc_round_half((float){x})"
+            # float64 is rounded twice (a tie can differ from one correct rounding), as
+            # Warp's conversions to half and bfloat16 do.
+            return rounded(f"(float){x}", dst)
         return f"({_VALUE_C[dst.name]}){x}"
     if src.is_float:
         return f"kc_f2i<{_VALUE_C[dst.name]}>({x})"
@@ -188,8 +206,7 @@ def _binary(em: FunctionEmitter, op: ir.Op) -> str:
 def _float_binary(code: OpCode, a: str, b: str, t: T.ScalarType) -> str:
     suffix = "" if t.bits == 64 else "f"
     if code == OpCode.FLOORDIV:
-        quotient = f"({a} / {b})" if t.bits != 16 else f"kc_round_half({a} / {b})"
-        return f"floor{suffix}({quotient})"
+        return f"floor{suffix}({rounded(f'({a} / {b})', t)})"
     if code == OpCode.MOD:
         return f"fmod{suffix}({a}, {b})"  # exact, so no half rounding needed
     if code == OpCode.POW:
@@ -198,7 +215,7 @@ def _float_binary(code: OpCode, a: str, b: str, t: T.ScalarType) -> str:
         expr = f"({a} {_C_BINARY[code]} {b})"
     else:
         raise UnsupportedError(f"'{code.value}' on {t!r}")
-    return f"kc_round_half({expr})" if t.bits == 16 else expr
+    return rounded(expr, t)
 
 
 _C_COMPARE = {
@@ -283,7 +300,7 @@ def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
     if dtype == T.bool_ or not isinstance(dtype, T.ScalarType):
         raise UnsupportedError(f"atomic_{kind} on an array of {dtype!r}")
     address = atomic_address(em, op)
-    suffix = "_f16" if dtype == T.float16 else ""
+    suffix = ATOMIC_SUFFIX.get(dtype.name, "")
     values = "".join(f", {em.name(v)}" for v in operands)
     return f"kc_atomic_{kind}{suffix}({address}{values})"
 

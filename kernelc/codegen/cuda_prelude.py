@@ -3,9 +3,9 @@
 It defines kernelc's fixed-width types, the launch / thread / error structs shared with
 the runtime, strided array access, and the helpers whose semantics C leaves undefined or
 that CUDA lacks: wrapping integer division, saturating float -> int conversion, float16
-storage, and atomics for every element type. Everything here compiles both with NVRTC and
-with a host C++17 compiler (the test harness defines `KC_HOST_EMULATION` to the name of a
-header that supplies the CUDA keywords, intrinsics and atomics on the host).
+and bfloat16 storage, and atomics for every element type. Everything here compiles both
+with NVRTC and with a host C++17 compiler (the test harness defines `KC_HOST_EMULATION` to
+the name of a header that supplies the CUDA keywords, intrinsics and atomics on the host).
 """
 
 from __future__ import annotations
@@ -220,6 +220,23 @@ KC_FN float kc_round_half(float x) {
     return kc_half_to_float(kc_float_to_half(x));
 }
 
+// bfloat16 is the upper half of a float32; conversions follow kernelc.types_bf16: round to
+// nearest even, and a NaN keeps being one (its quiet bit set). No cuda_bf16.h: the same
+// text runs on every architecture and on the host.
+KC_FN float kc_bf16_to_float(kc_uint16 h) {
+    return kc_bitcast<float>((kc_uint32)h << 16);
+}
+
+KC_FN kc_uint16 kc_float_to_bf16(float f) {
+    const kc_uint32 x = kc_bitcast<kc_uint32>(f);
+    if (!(f == f)) return (kc_uint16)((x >> 16) | 0x40u);
+    return (kc_uint16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+KC_FN float kc_round_bf16(float x) {
+    return kc_bf16_to_float(kc_float_to_bf16(x));
+}
+
 // ---- atomics ---------------------------------------------------------------------------
 
 // Read-modify-write through a compare-and-swap loop: `f` maps the old value to the new
@@ -344,18 +361,25 @@ KC_FN S kc_atomic_cas(S* p, S c, S v) {  // floats compare by value, as == (and 
     return kc_atomic_rmw(p, [=](S old) { return old == c ? v : old; });
 }
 
-// float16 elements: the bits are in memory, the arithmetic is done in float.
-#define KC_HALF_ATOMIC(NAME, EXPR)                                                   \
+// float16 and bfloat16 elements: the bits are in memory, the arithmetic is done in float.
+#define KC_HALF_ATOMIC(NAME, TO_FLOAT, FROM_FLOAT, EXPR)                             \
     KC_FN float NAME(kc_uint16* p, float v) {                                        \
-        return kc_half_to_float(kc_atomic_rmw(p, [=](kc_uint16 bits) {               \
-            const float old = kc_half_to_float(bits);                                \
-            return kc_float_to_half(EXPR);                                           \
+        return TO_FLOAT(kc_atomic_rmw(p, [=](kc_uint16 bits) {                       \
+            const float old = TO_FLOAT(bits);                                        \
+            return FROM_FLOAT(EXPR);                                                 \
         }));                                                                         \
     }
-KC_HALF_ATOMIC(kc_atomic_add_f16, old + v)
-KC_HALF_ATOMIC(kc_atomic_sub_f16, old - v)
-KC_HALF_ATOMIC(kc_atomic_min_f16, (v < old || old != old) ? v : old)
-KC_HALF_ATOMIC(kc_atomic_max_f16, (v > old || old != old) ? v : old)
+#define KC_HALF_ATOMICS(SUFFIX, TO_FLOAT, FROM_FLOAT)                                     \
+    KC_HALF_ATOMIC(kc_atomic_add_##SUFFIX, TO_FLOAT, FROM_FLOAT, old + v)                 \
+    KC_HALF_ATOMIC(kc_atomic_sub_##SUFFIX, TO_FLOAT, FROM_FLOAT, old - v)                 \
+    KC_HALF_ATOMIC(kc_atomic_min_##SUFFIX, TO_FLOAT, FROM_FLOAT,                          \
+                   (v < old || old != old) ? v : old)                                     \
+    KC_HALF_ATOMIC(kc_atomic_max_##SUFFIX, TO_FLOAT, FROM_FLOAT,                          \
+                   (v > old || old != old) ? v : old)
+KC_HALF_ATOMICS(f16, kc_half_to_float, kc_float_to_half)
+KC_HALF_ATOMICS(bf16, kc_bf16_to_float, kc_float_to_bf16)
+#undef KC_HALF_ATOMICS
+#undef KC_HALF_ATOMIC
 
 // ---- loops -----------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """C types of kernelc types in generated CUDA-C, and the definitions of the aggregate ones.
 
-Scalars map to kernelc's fixed-width typedefs (values: bool and float, float16 computed in
-float; memory: one byte per bool, the 16 bits of a half). Aggregates are small C structs,
-defined once per distinct type a module uses, so values copy by assignment and pass by value:
+Scalars map to kernelc's fixed-width typedefs (values: bool and float, float16 and bfloat16
+computed in float; memory: one byte per bool, the 16 bits of a half or a bfloat16).
+Aggregates are small C structs, defined once per distinct type a module uses, so values copy
+by assignment and pass by value:
 
     struct kc_vec3_float32 { float v[3]; };          vectors (quaternions, transforms too)
     struct kc_mat3x3_float32 { float v[9]; };        matrices, row-major: v[r * cols + c]
@@ -22,14 +23,15 @@ from collections.abc import Callable, Iterable
 from kernelc import types as T
 from kernelc.ir import nodes as ir
 
-# C type of a scalar value held in a variable (float16 is computed in float).
+# C type of a scalar value held in a variable (float16 and bfloat16 are computed in float).
 VALUE_C = {
     "bool": "bool", "int8": "kc_int8", "int16": "kc_int16", "int32": "kc_int32",
     "int64": "kc_int64", "uint8": "kc_uint8", "uint16": "kc_uint16", "uint32": "kc_uint32",
-    "uint64": "kc_uint64", "float16": "float", "float32": "float", "float64": "double",
+    "uint64": "kc_uint64", "float16": "float", "bfloat16": "float", "float32": "float",
+    "float64": "double",
 }
-# C type of a scalar in memory: one byte per bool, the 16 bits of a half.
-STORAGE_C = {**VALUE_C, "bool": "kc_uint8", "float16": "kc_uint16"}
+# C type of a scalar in memory: one byte per bool, the 16 bits of a half or a bfloat16.
+STORAGE_C = {**VALUE_C, "bool": "kc_uint8", "float16": "kc_uint16", "bfloat16": "kc_uint16"}
 
 AGGREGATES = (T.VectorType, T.MatrixType, T.StructType, T.IndexedArrayType)
 # Types laid out as C structs of named fields (`m_<name>` members).

@@ -523,7 +523,7 @@ def _op_call(e: FunctionEmitter, s: ir.Op):
     typed = ops.TYPED_LOWERING.get(s.attr)
     if typed is not None:
         return typed(e, args, [a.type for a in s.args], s.result.type)
-    return ops.BUILTIN_LOWERING[s.attr](e.b, args)
+    return ops.fit(e.b, ops.BUILTIN_LOWERING[s.attr](e.b, args), s.result.type)
 
 
 def _op_call_func(e: FunctionEmitter, s: ir.Op):

@@ -83,15 +83,17 @@ def op_insert_dyn(e, s: ir.Op):
 
 def atomic_components(e, kind: str, ptr, dtype, operands: list, update):
     """An atomic on a vector/matrix at `ptr`: one atomic per component (`update`, the
-    scalar lowering, given the component's pointer and operands); the result gathers the
-    components' old values."""
+    scalar lowering, given the component's pointer and operands as values); the result
+    gathers the components' old values."""
     b = e.b
     agg_type = llvm_type(dtype)
+    scalar = dtype.dtype
     old = ll.Constant(agg_type, None)
     for k in range(dtype.count):
         comp_ptr = b.gep(ptr, [I32(0), I32(k)], source_etype=agg_type)
-        parts = [b.extract_value(whole, k) for whole in operands]
-        old = b.insert_value(old, update(e, kind, comp_ptr, dtype.dtype, parts), k)
+        parts = [ops.from_memory(b, b.extract_value(whole, k), scalar) for whole in operands]
+        result = update(e, kind, comp_ptr, scalar, parts)
+        old = b.insert_value(old, ops.to_memory(b, result, scalar), k)
     return old
 
 

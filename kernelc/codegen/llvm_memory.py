@@ -115,6 +115,8 @@ _ORDERING = {"exch": "seq_cst", "cas": "seq_cst"}
 def atomic_update(e: Emitter, kind: str, ptr, dtype: T.ScalarType, operands: list):
     """One atomic `kind` on the scalar of type `dtype` at `ptr`; returns the old value."""
     ordering = _ORDERING.get(kind, "monotonic")
+    if dtype == T.bfloat16:
+        return _bf16_update(e, kind, ptr, operands)
     if kind == "cas":
         compare, value = operands
         if dtype.is_float:
@@ -142,6 +144,28 @@ def _cas_by_value(e: Emitter, ptr, dtype: T.ScalarType, compare, value):
     b.position_at_end(attempt)
     pair = b.cmpxchg(ptr, seen, b.bitcast(value, bits), "seq_cst", "seq_cst")
     seen.add_incoming(b.extract_value(pair, 0), attempt)
+    b.cbranch(b.extract_value(pair, 1), done, loop)
+    b.position_at_end(done)
+    return old
+
+
+def _bf16_update(e: Emitter, kind: str, ptr, operands: list):
+    """An atomic on a bfloat16 element: a compare-and-swap loop on its 16 bits, the update
+    computed in float and rounded, as Warp's software bfloat16 atomics do."""
+    b = e.b
+    bits = llvm_type(T.bfloat16, memory=True)
+    first = b.load_atomic(ptr, "monotonic", 2, typ=bits)
+    before = b.block
+    loop = e.llfn.append_basic_block("bf16.loop")
+    done = e.llfn.append_basic_block("bf16.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    seen = b.phi(bits)
+    seen.add_incoming(first, before)
+    old = ops.from_memory(b, seen, T.bfloat16)
+    new = ops.to_memory(b, _PRIVATE_RMW[kind](b, old, operands, T.bfloat16), T.bfloat16)
+    pair = b.cmpxchg(ptr, seen, new, "monotonic", "monotonic")
+    seen.add_incoming(b.extract_value(pair, 0), b.block)
     b.cbranch(b.extract_value(pair, 1), done, loop)
     b.position_at_end(done)
     return old
@@ -190,7 +214,12 @@ def _accumulate(e: Emitter, key: int, kind: str, ptr, dtype: T.Type, value):
     total, address, _ = e.accumulators[key]
     b.store(ptr, address)
     scalar = dtype.dtype if isinstance(dtype, (T.VectorType, T.MatrixType)) else dtype
-    if scalar.is_float:  # any order will do (atomics have none): lets LLVM vectorise the sum
+    if scalar == T.bfloat16:  # rounded at each step, as the atomics one by one would be
+        step = b.fadd if kind == "add" else b.fsub
+
+        def combine(x, y):
+            return ops.round_bf16(b, step(x, y))
+    elif scalar.is_float:  # any order will do (atomics have none): lets LLVM vectorise the sum
         step = b.fadd if kind == "add" else b.fsub
 
         def combine(x, y):
@@ -205,9 +234,9 @@ def _accumulate(e: Emitter, key: int, kind: str, ptr, dtype: T.Type, value):
         new = combine(current, value)
     else:
         new = current
-        for k in range(dtype.count):
-            new = b.insert_value(new, combine(b.extract_value(current, k),
-                                              b.extract_value(value, k)), k)
+        for k in range(dtype.count):  # (components in memory form: bfloat16 as bits)
+            x, y = (ops.from_memory(b, b.extract_value(v, k), scalar) for v in (current, value))
+            new = b.insert_value(new, ops.to_memory(b, combine(x, y), scalar), k)
     b.store(new, total)
     return ll.Constant(llvm_type(dtype), ll.Undefined)
 
@@ -228,8 +257,9 @@ def flush_accumulators(e: Emitter) -> None:
 
 def _private_update(e: Emitter, kind: str, ptr, dtype: T.ScalarType, operands: list):
     """A plain read-modify-write: no other thread can touch this element."""
-    old = e.b.load(ptr, typ=llvm_type(dtype))
-    e.b.store(_PRIVATE_RMW[kind](e.b, old, operands, dtype), ptr)
+    b = e.b
+    old = ops.from_memory(b, b.load(ptr, typ=llvm_type(dtype, memory=True)), dtype)
+    b.store(ops.to_memory(b, _PRIVATE_RMW[kind](b, old, operands, dtype), dtype), ptr)
     return old
 
 

@@ -8,19 +8,24 @@ from llvmlite import ir as ll
 
 from kernelc import types as T
 from kernelc.ir.nodes import OpCode
+from kernelc.types_bf16 import QUIET_BIT, round_float32
 
 I1 = ll.IntType(1)
 I8 = ll.IntType(8)
+I16 = ll.IntType(16)
 I32 = ll.IntType(32)
 I64 = ll.IntType(64)
 PTR = ll.PointerType()
 
 
 def llvm_type(t: T.Type, memory: bool = False) -> ll.Type:
-    """The LLVM type of a value (`memory=True`: its in-memory form; bool is then one byte)."""
+    """The LLVM type of a value (`memory=True`: its in-memory form; bool is then one byte,
+    bfloat16 its 16 bits)."""
     if isinstance(t, T.ScalarType):
         if t.is_bool:
             return I8 if memory else I1
+        if t == T.bfloat16:  # computed in float (see `round_bf16`)
+            return I16 if memory else ll.FloatType()
         if t.is_float:
             return {16: ll.HalfType(), 32: ll.FloatType(), 64: ll.DoubleType()}[t.bits]
         return ll.IntType(t.bits)
@@ -70,6 +75,8 @@ def declare(module: ll.Module, name: str, ret: ll.Type, params: list[ll.Type]) -
 def const(t: T.Type, value) -> ll.Constant:
     if isinstance(t, T.ScalarType) and t.is_bool:
         return ll.Constant(I1, int(bool(value)))
+    if t == T.bfloat16:
+        return ll.Constant(ll.FloatType(), float(round_float32(value)))
     if isinstance(t, T.ScalarType) and t.is_int and value < 0:
         value &= (1 << t.bits) - 1  # llvmlite wants the bit pattern
     return ll.Constant(llvm_type(t), value)
@@ -80,11 +87,44 @@ def zero(t: T.Type) -> ll.Constant:
 
 
 def to_memory(b: ll.IRBuilder, v: ll.Value, t: T.Type) -> ll.Value:
+    if t == T.bfloat16:
+        return bf16_bits(b, v)
     return b.zext(v, like(v, I8)) if t == T.bool_ else v
 
 
 def from_memory(b: ll.IRBuilder, v: ll.Value, t: T.Type) -> ll.Value:
+    if t == T.bfloat16:  # the upper half of a float32
+        return b.bitcast(b.shl(b.zext(v, like(v, I32)), ll.Constant(like(v, I32), 16)),
+                         like(v, ll.FloatType()))
     return b.icmp_unsigned("!=", v, ll.Constant(v.type, 0)) if t == T.bool_ else v
+
+
+# ---- bfloat16: float registers holding bfloat16 values, 16 bits in memory -------------------
+# Written with integer ops (the rule of kernelc.types_bf16): LLVM's own `bfloat` type needs
+# runtime routines on CPUs without bfloat16 instructions, which the JIT does not resolve.
+
+
+def bf16_bits(b: ll.IRBuilder, x: ll.Value) -> ll.Value:
+    """The bfloat16 bits of the float (or float vector) `x`: round to nearest even, a NaN
+    kept a NaN by setting its quiet bit."""
+    i32 = like(x, I32)
+    bits = b.bitcast(x, i32)
+    lsb = b.and_(b.lshr(bits, ll.Constant(i32, 16)), ll.Constant(i32, 1))
+    rounded = b.add(b.add(bits, ll.Constant(i32, 0x7FFF)), lsb)
+    quiet = b.or_(bits, ll.Constant(i32, QUIET_BIT << 16))
+    out = b.select(b.fcmp_unordered("uno", x, x), quiet, rounded)
+    return b.trunc(b.lshr(out, ll.Constant(i32, 16)), like(x, I16))
+
+
+def round_bf16(b: ll.IRBuilder, x: ll.Value) -> ll.Value:
+    """The float `x` rounded to the nearest bfloat16 value (still a float)."""
+    return from_memory(b, bf16_bits(b, x), T.bfloat16)
+
+
+def fit(b: ll.IRBuilder, x: ll.Value, t: T.Type) -> ll.Value:
+    """A float result computed for type `t`, rounded to `t` when that is bfloat16 (half and
+    the wider types are exact in their LLVM types already)."""
+    return round_bf16(b, x) if t == T.bfloat16 else x
 
 
 # ---- integer arithmetic with defined results (never trap, never poison) --------------------
@@ -218,6 +258,11 @@ def binary(b: ll.IRBuilder, op: OpCode, x, y, t: T.ScalarType, vector_division: 
     """`x op y` of scalar type `t`. `vector_division`: divide ints of up to 32 bits by a
     non-constant divisor in double precision, for a loop LLVM may vectorise (see
     `_divmod_in_double`); in a scalar loop `idiv` is quicker."""
+    if t == T.bfloat16:  # computed in float, rounded after each op (the quotient too, as
+        # Warp's floordiv floors its bfloat16 quotient)
+        if op == OpCode.FLOORDIV:
+            return intrinsic(b, "llvm.floor", [round_bf16(b, b.fdiv(x, y))])
+        return round_bf16(b, _FLOAT_BINARY[op](b, x, y, t))
     if t.is_float:
         return _FLOAT_BINARY[op](b, x, y, t)
     if op in _DIVISIONS:
@@ -247,9 +292,13 @@ def unary(b: ll.IRBuilder, op: OpCode, x, t: T.ScalarType):
 
 
 def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
-    target = like(x, llvm_type(dst))
     if src == dst:
         return x
+    if src == T.bfloat16:  # a float holding the value
+        return cast(b, x, T.float32, dst)
+    if dst == T.bfloat16:  # through float32, as Warp converts (a double is rounded twice)
+        return round_bf16(b, cast(b, x, src, T.float32))
+    target = like(x, llvm_type(dst))
     if dst.is_bool:
         if src.is_float:
             return b.fcmp_unordered("!=", x, ll.Constant(x.type, 0.0))

@@ -96,14 +96,14 @@ def _call(e: Emitter, s: ir.Op):
     lower = ops.BUILTIN_LOWERING[s.attr]
     args = [e.vec(a) for a in s.args]
     if s.attr not in _LIBM:
-        return lower(e.b, args)
+        return ops.fit(e.b, lower(e.b, args), s.result.type)
     # A C library function: one call per lane (pure, so every lane may run it).
     b = e.b
     out = ll.Constant(e.wide(s.result.type), None)
     for k in range(e.width):
         out = b.insert_element(out, lower(b, [b.extract_element(a, I32(k)) for a in args]),
                                I32(k))
-    return out
+    return ops.fit(b, out, s.result.type)
 
 
 def _build(e: Emitter, s: ir.Op):

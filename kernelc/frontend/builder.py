@@ -10,6 +10,7 @@ from typing import Any
 from kernelc import types as T
 from kernelc.errors import Loc
 from kernelc.ir import nodes as ir
+from kernelc.types_bf16 import round_float32
 
 
 class StorageHandle:
@@ -128,6 +129,8 @@ def normalize_const(value: Any, type: T.Type) -> Any:
     if type.is_bool:
         return bool(value)
     if type.is_float:
+        if type == T.bfloat16:  # held rounded: no NumPy or backend type rounds it later
+            return float(round_float32(float(value)))
         return float(value)
     v = int(value)
     mask = (1 << type.bits) - 1

@@ -17,6 +17,7 @@ from kernelc.errors import KernelError, WarpCodegenTypeError
 from kernelc.frontend.builder import IRBuilder
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
+from kernelc.types_bf16 import number_dtype
 
 
 def constant_aggregate(b: IRBuilder, t: T.VectorType | T.MatrixType,
@@ -37,7 +38,7 @@ def constant_struct(b: IRBuilder, t: T.StructType, value: Any) -> ir.Value:
         elif isinstance(field, (T.VectorType, T.MatrixType)):
             fields.append(constant_aggregate(b, field, np.asarray(v)))
         elif isinstance(field, T.ScalarType):
-            fields.append(b.const(np.asarray(v, field.np_dtype).item(), field))
+            fields.append(b.const(np.asarray(v, number_dtype(field)).item(), field))
         else:
             raise KernelError(f"a {t!r} value cannot be folded into a kernel as a constant: "
                               f"its field '{name}' is a {field!r}")

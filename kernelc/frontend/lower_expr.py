@@ -87,7 +87,7 @@ class ExprLowering:
         if isinstance(value, np.generic) and not isinstance(value, np.void):
             # First: np.float64 (what `kc.float64(1.0)` gives on the host) is also a Python
             # float, but keeps its own type, as Warp's float64 scalars do.
-            t = T.from_numpy_dtype(value.dtype)
+            t = T.number_type(value)
             return Val(self.b.const(value.item(), t), const=value.item())
         if isinstance(value, bool):
             return Val(self.b.const(value, T.bool_), const=value)
@@ -373,6 +373,9 @@ class ExprLowering:
         if a.weak or b.weak or a.type == b.type:
             t = self.common_type(a, b)
             args = (self.coerce(a, t).value, self.coerce(b, t).value)
+        elif T.bfloat16 in (a.type, b.type):  # (Warp's C++ finds such a comparison ambiguous)
+            raise KernelError(f"cannot compare {a.type!r} with {b.type!r}; cast one to the "
+                              f"other's type first, e.g. {a.type!r}(x)")
         else:
             # Two typed scalars of different types compare as in C++ (Warp compiles the
             # comparison as written): float beats int, wider beats narrower, unsigned wins

@@ -162,8 +162,8 @@ def _sized_locals(lowerer) -> dict[str, Any]:
 
 _PRINTF_CODES = {
     "int8": "%d", "int16": "%d", "int32": "%d", "int64": "%lld", "uint8": "%u", "uint16": "%u",
-    "uint32": "%u", "uint64": "%llu", "float16": "%g", "float32": "%g", "float64": "%g",
-    "bool": "%d",
+    "uint32": "%u", "uint64": "%llu", "float16": "%g", "bfloat16": "%g", "float32": "%g",
+    "float64": "%g", "bool": "%d",
 }
 
 

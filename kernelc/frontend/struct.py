@@ -17,6 +17,7 @@ import numpy as np
 from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.runtime.struct_fields import install_field_setters
+from kernelc.types_bf16 import storage
 
 
 def struct(cls: type) -> type:
@@ -120,7 +121,7 @@ def struct_bytes(t: T.Type, value: Any) -> bytes:
     if isinstance(t, T.ScalarType):
         if t.is_bool:
             return bytes([1 if value else 0])
-        return np.asarray(value, dtype=t.np_dtype).tobytes()
+        return storage(value, t).tobytes()
     if isinstance(t, (T.VectorType, T.MatrixType)):
         from kernelc.types_vec import as_host_array
 

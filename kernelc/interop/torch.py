@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kernelc import types as T
 from kernelc.runtime.array import array
 from kernelc.runtime.device import Device, get_device
@@ -40,7 +42,7 @@ __all__ = [
 _TO_TORCH = {
     T.bool_: "bool", T.int8: "int8", T.int16: "int16", T.int32: "int32", T.int64: "int64",
     T.uint8: "uint8", T.uint16: "int16", T.uint32: "int32", T.uint64: "int64",
-    T.float16: "float16", T.float32: "float32", T.float64: "float64",
+    T.float16: "float16", T.bfloat16: "bfloat16", T.float32: "float32", T.float64: "float64",
 }
 # torch dtype name -> (the kernelc scalar it means, the scalars a tensor of it may be
 # viewed as). Integers of one width alias as signed or unsigned, bools as bytes (Warp's
@@ -56,6 +58,7 @@ _FROM_TORCH = {
     "uint32": (T.uint32, (T.uint32, T.int32)),
     "uint64": (T.uint64, (T.uint64, T.int64)),
     "float16": (T.float16, (T.float16,)),
+    "bfloat16": (T.bfloat16, (T.bfloat16,)),
     "float32": (T.float32, (T.float32,)),
     "float64": (T.float64, (T.float64,)),
 }
@@ -121,7 +124,7 @@ def dtype_from_torch(torch_dtype: torch.dtype) -> T.ScalarType:
         torch_dtype (torch.dtype): A Torch dtype.
 
     Raises:
-        TypeError: kernelc has no such type (complex types, bfloat16, ...).
+        TypeError: kernelc has no such type (complex types, 8-bit floats, ...).
     """
     entry = _torch_tables().get(torch_dtype)
     if entry is None:
@@ -344,11 +347,15 @@ def to_torch(a: array, requires_grad: bool | None = None) -> torch.Tensor:
 
 
 def _tensor_over(torch: Any, a: array) -> torch.Tensor:
+    scalar = getattr(a.dtype, "dtype", a.dtype)
     if a.device.is_cpu:
         # Through a NumPy view: it holds the array's allocation, and Torch holds the view.
+        if scalar == T.bfloat16:  # NumPy holds the bits; Torch reinterprets them
+            return torch.as_tensor(a._values().view(np.int16)).view(torch.bfloat16)
         return torch.as_tensor(a.numpy())
     # `__cuda_array_interface__`; Torch keeps a reference to the array.
-    return torch.as_tensor(a, device=device_to_torch(a.device))
+    tensor = torch.as_tensor(a, device=device_to_torch(a.device))
+    return tensor.view(torch.bfloat16) if scalar == T.bfloat16 else tensor
 
 
 # ---- tensors as launch arguments (see kernelc.runtime.launch) -----------------------------

@@ -13,6 +13,7 @@ import numpy as np
 
 from kernelc import types as T
 from kernelc.ir.nodes import OpCode
+from kernelc.types_bf16 import round_float32
 
 
 def wrap(value: int, t: T.ScalarType) -> int:
@@ -30,7 +31,7 @@ def to_type(value: Any, t: T.ScalarType) -> Any:
         return bool(value)
     if t.is_float:
         with np.errstate(over="ignore"):
-            return float(t.np_dtype.type(value))
+            return float(_float_type(t)(value))
     if isinstance(value, float):
         if math.isnan(value):
             return 0
@@ -39,6 +40,14 @@ def to_type(value: Any, t: T.ScalarType) -> Any:
             return hi if value > 0 else lo
         return min(max(math.trunc(value), lo), hi)
     return wrap(int(value), t)
+
+
+def _float_type(t: T.ScalarType) -> Any:
+    """Makes a NumPy number of float type `t` from a number: bfloat16, which NumPy lacks,
+    is a float32 rounded to it (ints and float64 go through float32, as in kernels)."""
+    if t == T.bfloat16:
+        return lambda v: np.float32(round_float32(v))
+    return t.np_dtype.type
 
 
 def int_range(t: T.ScalarType) -> tuple[int, int]:
@@ -71,7 +80,8 @@ def _float_mod(a: float, b: float) -> float:
 def eval_binary(op: OpCode, a: Any, b: Any, t: T.ScalarType) -> Any:
     """`a op b` for operands of type `t`; the result for arithmetic ops has type `t`."""
     if t.is_float:
-        f = t.np_dtype.type
+        # Each op rounds its result to `t` (bfloat16's are computed in float32 first).
+        f = _float_type(t)
         with np.errstate(all="ignore"):
             x, y = f(a), f(b)
             result = {
@@ -79,11 +89,11 @@ def eval_binary(op: OpCode, a: Any, b: Any, t: T.ScalarType) -> Any:
                 OpCode.SUB: lambda: x - y,
                 OpCode.MUL: lambda: x * y,
                 OpCode.DIV: lambda: x / y,
-                OpCode.FLOORDIV: lambda: np.floor(x / y),
+                OpCode.FLOORDIV: lambda: np.floor(f(x / y)),
                 OpCode.MOD: lambda: f(_float_mod(float(x), float(y))),
                 OpCode.POW: lambda: f(np.power(x, y)),
             }[op]()
-        return float(result)
+            return float(f(result))
     if op == OpCode.DIV:
         return _int_div(a, b, t)
     if op == OpCode.FLOORDIV:
@@ -123,7 +133,7 @@ def eval_unary(op: OpCode, a: Any, t: T.ScalarType) -> Any:
     if op == OpCode.NOT:
         return not a
     if op == OpCode.NEG:
-        return float(-t.np_dtype.type(a)) if t.is_float else wrap(-a, t)
+        return float(-_float_type(t)(a)) if t.is_float else wrap(-a, t)
     if op == OpCode.INVERT:
         return wrap(~a, t)
     raise KeyError(op)

@@ -22,6 +22,7 @@ import numpy as np
 from kernelc.errors import ReshapeError
 from kernelc.runtime import memory
 from kernelc.runtime.array_access import AccessMixin
+from kernelc.runtime.array_bf16 import element_storage, list_items, numbers, warn_bits
 from kernelc.runtime.array_grad import GradMixin, copy_grads, init_grad, view_grad
 from kernelc.runtime.array_ops import ArithmeticMixin
 from kernelc.runtime.array_struct import (
@@ -184,7 +185,7 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         elem = src.dtype if dtype is None else dtype
         if elem != src.dtype:
             # Conversions happen in NumPy on the host.
-            self._init_from_host(src.numpy(), elem, shape, dev, True)
+            self._init_from_host(numbers(src._values(), src.dtype), elem, shape, dev, True)
             return
         if shape is not None and normalize_shape(shape) != src.shape:
             src = src.reshape(shape)
@@ -208,7 +209,7 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
                     raise TypeError(f"unsupported input data dtype {host.dtype}: it has no "
                                     f"kernelc equivalent")
             np_dtype, inner = element_layout(dtype)
-            host = np.asarray(data, dtype=np_dtype)
+            host = element_storage(data, dtype, np_dtype)
         except ValueError as err:
             raise ValueError(f"cannot convert the data to an array: {err}") from None
         if host.ndim == 0:
@@ -283,8 +284,12 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
     def numpy(self) -> np.ndarray:
         """The values as a NumPy array: a zero-copy view on the CPU, a copy from a GPU.
 
-        Vector and matrix elements appear as trailing axes.
+        Vector and matrix elements appear as trailing axes; bfloat16 values as their bits.
         """
+        warn_bits(self.dtype)
+        return self._values()
+
+    def _values(self) -> np.ndarray:
         self._require_memory("numpy()")
         if not self.device.is_cpu:
             return memory.to_host(self)
@@ -337,12 +342,8 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         and matrices as host values (`vec3f([1.0, 2.0, 3.0])`), structs as instances of
         their class."""
         if isinstance(self.dtype, StructType):
-            return struct_instances(self.dtype, self.numpy())
-        _, inner = element_layout(self.dtype)
-        flat = self.numpy().reshape((self.size, *inner))
-        if not inner:
-            return flat.tolist()
-        return [self.dtype(row) for row in flat]
+            return struct_instances(self.dtype, self._values())
+        return list_items(self._values(), self.dtype, self.size)
 
     # ---- Python protocol -------------------------------------------------------------
 
@@ -447,7 +448,7 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         a struct instance)."""
         self._require_memory("fill_()")
         np_dtype, inner = element_layout(self.dtype)
-        pattern = np.asarray(struct_fill_value(self.dtype, value), dtype=np_dtype)
+        pattern = element_storage(struct_fill_value(self.dtype, value), self.dtype, np_dtype)
         if pattern.shape not in ((), inner):
             raise ValueError(f"cannot fill an array of {self.dtype!r} with a value of "
                              f"shape {pattern.shape}")

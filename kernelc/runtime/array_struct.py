@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from kernelc import types as T
+from kernelc.runtime.array_bf16 import numbers
 from kernelc.runtime.memory import struct_np_dtype
 
 
@@ -94,9 +95,9 @@ def struct_instance(st: T.StructType, record: np.void) -> Any:
         elif isinstance(field, T.StructType):
             values[name] = struct_instance(field, item)
         elif isinstance(field, (T.VectorType, T.MatrixType)):
-            values[name] = field(np.array(item))
+            values[name] = field(numbers(np.array(item), field))
         else:
-            values[name] = field(item)
+            values[name] = field(numbers(item, field))
     return st.cls(**values)
 
 

@@ -229,7 +229,8 @@ _SCALAR_CTYPES = {
     "bool": ctypes.c_uint8, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
     "int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint8": ctypes.c_uint8,
     "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
-    "float16": ctypes.c_uint16, "float32": ctypes.c_float, "float64": ctypes.c_double,
+    "float16": ctypes.c_uint16, "bfloat16": ctypes.c_uint16, "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
 }
 
 

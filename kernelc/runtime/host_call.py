@@ -30,6 +30,7 @@ from kernelc.builtins.registry import Builtin, Expansion
 from kernelc.errors import KernelRuntimeError, Loc
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
+from kernelc.types_bf16 import from_bits, storage
 
 _LOC = Loc("<kernelc host call>", 0)
 _INT32 = range(-(2**31), 2**31)
@@ -41,7 +42,7 @@ def classify(name: str, value: Any) -> tuple[T.Type, bool]:
         return T.bool_, False
     if isinstance(value, np.generic):  # before float: numpy.float64 subclasses float
         try:
-            return T.from_numpy_dtype(value.dtype), False
+            return T.number_type(value), False
         except TypeError:
             pass
     elif isinstance(value, int):
@@ -187,7 +188,7 @@ class HostFunction:
             if isinstance(t, T.ScalarType):
                 setattr(args, f"p{i}", _scalar_bits(t, v))
             else:
-                data = np.ascontiguousarray(v, dtype=t.dtype.np_dtype).tobytes()
+                data = np.ascontiguousarray(storage(v, t.dtype)).tobytes()
                 ctypes.memmove(base + offset, data, len(data))
         stored = []
         for k, t in enumerate(self._stored_types()):
@@ -226,14 +227,17 @@ def _layout(t: T.Type) -> tuple[np.dtype, tuple[int, ...]]:
 
 def _to_python(t: T.Type, out: np.ndarray) -> Any:
     """Warp's host results: float32 -> float, int32 -> int, bool -> bool, other scalars as
-    NumPy scalars, vectors and matrices as host values."""
+    NumPy scalars (`kc.bfloat16` numbers for bfloat16), vectors and matrices as host
+    values."""
     if isinstance(t, T.ScalarType):
         value = out[()]
         if t in (T.float32, T.int32, T.bool_):
             return value.item()
-        return value
+        return T.bfloat16(from_bits(value)) if t == T.bfloat16 else value
     from kernelc.types_vec import HostValue
 
+    if t.dtype == T.bfloat16:  # host values hold numbers, memory the bits
+        out = from_bits(out)
     value = out.view(HostValue)
     value._kc_base = t
     return value

@@ -15,6 +15,7 @@ import numpy as np
 from kernelc import types as T
 from kernelc.runtime import memory
 from kernelc.runtime.array import array, clone, empty_like
+from kernelc.runtime.array_bf16 import element_storage
 from kernelc.runtime.array_struct import struct_fill_value
 
 
@@ -85,7 +86,7 @@ def fill_pattern(dtype: T.Type, value: Any) -> np.ndarray:
             and isinstance(value, (int, float)) and value == 0:
         return np.zeros((), np_dtype)  # Warp's struct default: every field zero
     try:
-        pattern = np.asarray(struct_fill_value(dtype, value), dtype=np_dtype)
+        pattern = element_storage(struct_fill_value(dtype, value), dtype, np_dtype)
     except (TypeError, ValueError) as err:
         raise ValueError(f"cannot convert {value!r} to the indexed array's dtype "
                          f"{dtype!r}: {err}") from None

@@ -28,6 +28,7 @@ from kernelc.runtime.launch_cmd import ParamSetters, forward_argument, launch_ad
 from kernelc.timing.flags import TIMING_KERNEL, TIMING_KERNEL_BUILTIN
 from kernelc.timing.history import JitFlag, launch_record  # noqa: E402
 from kernelc.timing.trace import active_sink
+from kernelc.types_bf16 import to_bits
 
 _KERNEL_HISTORY_BIT = int(JitFlag.KernelHistory)
 
@@ -169,7 +170,7 @@ def _scalar_type_of(value: Any, fail) -> T.Type:
     if isinstance(value, (bool, np.bool_)):
         return T.bool_
     if isinstance(value, np.generic):
-        return T.from_numpy_dtype(value.dtype)
+        return T.number_type(value)
     if isinstance(value, int):
         return T.int32
     if isinstance(value, float):
@@ -218,6 +219,8 @@ def pack_args(compiled: CpuKernel, values: Sequence[Any], dims: tuple[int, ...])
 def _scalar_bits(t: T.ScalarType, v: Any):
     if t.name == "float16":
         return int(np.float16(v).view(np.uint16))
+    if t.name == "bfloat16":
+        return int(to_bits(v))
     if t.is_float:
         return float(v)
     if t.is_bool:

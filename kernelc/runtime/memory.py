@@ -61,6 +61,8 @@ def fill_value_dtype(value: Any) -> T.Type:
     """The element type `kc.full` picks for a fill value when no dtype is given (Warp's
     rule): int32, float32 or bool for Python scalars, a NumPy scalar's or a kernelc value's
     own type, and for other sequences a vector (1-d) or matrix (2-d) of NumPy's dtype."""
+    if isinstance(value, T.HostScalar):  # `kc.bfloat16(x)` is not a float32
+        return T.number_type(value)
     if isinstance(value, np.generic):  # before float: numpy.float64 subclasses float
         return resolve_dtype(value.dtype)  # type: ignore[return-value]
     for python_type, kc_type in ((bool, T.bool_), (int, T.int32), (float, T.float32)):

@@ -109,7 +109,7 @@ def _element_type(value: Any, name: str) -> T.Type:
     if isinstance(value, (bool, np.bool_)):
         return T.bool_
     if isinstance(value, np.generic) and not isinstance(value, np.void):
-        return T.from_numpy_dtype(value.dtype)
+        return T.number_type(value)
     if isinstance(value, int):
         return T.int32
     if isinstance(value, float):
