@@ -37,7 +37,6 @@ import numpy as np
 import warp as wp
 wp.config.quiet = True
 wp.config.enable_backward = False  # halves Warp's compile time; nothing here differentiates
-wp.config.optimization_level = 0  # Warp's compile time again halves; results compare to rounding
 wp.init()
 sys.path.insert(0, {folder!r})
 sys.path.append({root!r})  # after site-packages: shadows nothing
