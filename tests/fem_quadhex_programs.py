@@ -267,45 +267,27 @@ def make_nanogrid(scalar_type=wp.float32):
 
 
 def nanogrid() -> dict:
+    """Three forms only (Warp's compiles of sparse-grid kernels are slow): Q2 has nodes on
+    vertices, edges, faces and interiors, so its stiffness checks the whole numbering; the
+    DG form checks the sides; then lookups inside and just outside the cells."""
     geo = make_nanogrid()
     out = {"sizes": np.array([geo.cell_count(), geo.side_count(), geo.boundary_side_count(),
                               geo.vertex_count(), geo.edge_count()]),
            "cell_voxels": geo.cell_grid.get_voxels().numpy(),
            "vertex_voxels": geo.vertex_grid.get_voxels().numpy(),
            "face_voxels": geo.face_grid.get_voxels().numpy(),
-           "edge_voxels": geo.edge_grid.get_voxels().numpy(),
-           "volume": fem.integrate(one_form, domain=fem.Cells(geo)),
-           "surface": fem.integrate(one_form, domain=fem.BoundarySides(geo)),
-           "normals": fem.integrate(normal_energy, domain=fem.BoundarySides(geo))}
-    # degree 2 has nodes on vertices, edges, faces and interiors; degree 3 several per
-    # edge and face (their order along the entity); serendipity skips some
-    flat_forms("q2", scalar_forms(geo, 2, {}), out)
-    for name, args in (("q3", {"degree": 3}), ("s2", {"degree": 2, "element_basis":
-                                                       fem.ElementBasis.SERENDIPITY})):
-        space = fem.make_polynomial_space(geo, **args)
-        out[f"{name}.stiffness"] = block_csr(fem.integrate(
-            diffusion_form, fields={"u": fem.make_trial(space), "v": fem.make_test(space)},
-            assembly="generic"))
-        out[f"{name}.node_positions"] = space.node_positions().numpy()
-    cells = fem.Cells(geo)
-    for name, basis in (("nedelec", fem.ElementBasis.NEDELEC_FIRST_KIND),
-                        ("raviart_thomas", fem.ElementBasis.RAVIART_THOMAS)):
-        vspace = fem.make_polynomial_space(geo, degree=1, element_basis=basis)
-        out[name] = block_csr(fem.integrate(
-            curl_div_form, fields={"u": fem.make_trial(vspace, domain=cells),
-                                   "v": fem.make_test(vspace, domain=cells)},
-            assembly="generic"))
+           "edge_voxels": geo.edge_grid.get_voxels().numpy()}
+    space = fem.make_polynomial_space(geo, degree=2)
+    out["q2_stiffness"] = block_csr(fem.integrate(
+        diffusion_form, fields={"u": fem.make_trial(space), "v": fem.make_test(space)},
+        assembly="generic"))
+    out["q2_node_positions"] = space.node_positions().numpy()
     _side_forms(geo, fem.make_polynomial_space(geo, degree=1, discontinuous=True), out)
     # inside cells, within half a voxel of one (outside the grid), and far from every cell
     points = np.array([[0.6, 0.1, 0.5], [0.02, -0.3, 0.45], [-1.05, -0.15, 0.2],
                        [1.55, 0.48, 0.36], [1.9, 0.45, 0.6], [-5.0, 3.0, 1.0],
                        [8.6, -2.45, 1.9]])
     out.update(_lookups(geo, points, lookup_coords_3d, wp.vec3))
-    geo64 = make_nanogrid(wp.float64)
-    space64 = fem.make_polynomial_space(geo64, degree=2)
-    out["f64_stiffness"] = block_csr(fem.integrate(
-        diffusion_form, fields={"u": fem.make_trial(space64), "v": fem.make_test(space64)},
-        output_dtype=wp.float64, assembly="generic"))
     return out
 
 

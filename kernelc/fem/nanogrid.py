@@ -25,7 +25,7 @@ from kernelc.fem.geometry import Geometry
 from kernelc.fem.nanogrid_funcs import INNER_MISSING_BIT, OUTER_MISSING_BIT, nanogrid_funcs
 from kernelc.fem.shape import INTERIOR, VERTEX
 from kernelc.fem.shape_cube import EDGE, FACE
-from kernelc.fem.topology import SpaceTopology
+from kernelc.fem.topology_quadhex import HexmeshTopology
 from kernelc.fem.types import mat_type, vec_type
 
 AXIS_FLAG = 1 << 20
@@ -282,19 +282,10 @@ def lookup_voxels(volume: kc.Volume, ijk: np.ndarray) -> np.ndarray:
     return out.numpy().astype(np.int64)
 
 
-class NanogridTopology(SpaceTopology):
+class NanogridTopology(HexmeshTopology):
     """Continuous nodes of cube shape functions on a `Nanogrid` (Warp's numbering: see the
-    module's docstring; with an open family, all nodes are interior to their cell)."""
-
-    def _counts(self) -> tuple[int, int, int, int]:
-        s = self._shape
-        return s.VERTEX_NODE_COUNT, s.EDGE_NODE_COUNT, s.FACE_NODE_COUNT, s.INTERIOR_NODE_COUNT
-
-    def node_count(self) -> int:
-        v, e, f, i = self._counts()
-        geo = self._geometry
-        return (geo.vertex_count() * v + (geo.edge_count() * e if e else 0)
-                + (geo.side_count() * f if f else 0) + geo.cell_count() * i)
+    module's docstring; with an open family, all nodes are interior to their cell). The
+    node count is a hexahedral mesh's: vertices, edges, faces and cells times their nodes."""
 
     def _cell_node_indices(self) -> np.ndarray:
         geo = self._geometry
@@ -319,8 +310,7 @@ class NanogridTopology(SpaceTopology):
             else:
                 continue
             out[:, n] = block + count * lookup_voxels(grid, voxel) + index[n]
-        offset = (geo.vertex_count() * v_count + (geo.edge_count() * e_count if e_count else 0)
-                  + (geo.side_count() * f_count if f_count else 0))
+        offset = self.node_count() - geo.cell_count() * i_count
         interior = kind == INTERIOR
         cell = np.arange(len(cells))[:, None]
         out[:, interior] = offset + cell * i_count + index[None, interior]
