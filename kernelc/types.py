@@ -378,10 +378,8 @@ class FixedArraySpec:
 
 def fixedarray(dtype: _Any = _Any, shape: int | tuple[int, ...] | None = None) -> StructType:
     """The type of a fixed-size array a func returns (Warp's `fixedarray`), for a return
-    annotation: `-> kc.fixedarray(shape=(2, 3), dtype=float)`.
-
-    A func returns its local array (`kc.zeros(...)`) by value, as a record of its elements
-    that the caller copies into a local array of its own."""
+    annotation: `-> kc.fixedarray(shape=(2, 3), dtype=float)`. A func returns its local
+    array by value, as a record of its elements the caller copies into its own."""
     t = as_type(dtype)
     if t is None or dtype is _Any:
         raise TypeError(f"fixedarray() needs a concrete dtype, got {dtype!r}")
@@ -462,29 +460,21 @@ uint64 = ScalarType("uint64", "uint", 64)
 float16 = ScalarType("float16", "float", 16)
 float32 = ScalarType("float32", "float", 32)
 float64 = ScalarType("float64", "float", 64)
-
 bfloat16 = ScalarType("bfloat16", "float", 16)
 
-# NumPy's dtype of each scalar type in memory: its own name, but for bfloat16, which NumPy
-# lacks and which memory holds as its 16 bits (kernelc.types_bf16).
+# NumPy's dtype of a scalar type in memory: its name, but bfloat16's 16 bits (types_bf16).
 _NP_NAMES = {"bfloat16": "uint16"}
 
-SCALAR_TYPES: tuple[ScalarType, ...] = (
-    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
-    float64,
-)
+SCALAR_TYPES: tuple[ScalarType, ...] = (bool_, int8, int16, int32, int64, uint8, uint16, uint32,
+                                        uint64, float16, bfloat16, float32, float64)
 
 
 class HostScalar:
-    """What marks a number made by calling a scalar type on the host (`kc.float32(1.5)`).
-
-    Such a number is a NumPy scalar of the type (an instance of a subclass of
-    `np.float32`, named `float32`), so it works wherever one does; the mark tells it from
-    other NumPy scalars where Warp tells its own scalar classes from NumPy's: a single
-    `wp.float32` given for a vector launch argument or struct field is refused, as in
-    Warp, while a NumPy scalar is still broadcast (deprecated). Booleans are not marked:
-    NumPy's two booleans are singletons.
-    """
+    """Marks a number made by calling a scalar type on the host (`kc.float32(1.5)`): a
+    NumPy scalar of the type (a subclass of `np.float32` named `float32`), told from other
+    NumPy scalars where Warp tells its scalar classes from NumPy's (a single `wp.float32`
+    for a vector argument or struct field is refused, a NumPy scalar still broadcast).
+    Booleans are not marked: NumPy's two booleans are singletons."""
 
     __slots__ = ()
 

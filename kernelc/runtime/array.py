@@ -282,10 +282,8 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
     # ---- NumPy and interchange -------------------------------------------------------
 
     def numpy(self) -> np.ndarray:
-        """The values as a NumPy array: a zero-copy view on the CPU, a copy from a GPU.
-
-        Vector and matrix elements appear as trailing axes; bfloat16 values as their bits.
-        """
+        """The values as a NumPy array: a zero-copy view on the CPU, a copy from a GPU;
+        vector and matrix elements as trailing axes, bfloat16 values as their bits."""
         warn_bits(self.dtype)
         return self._values()
 
