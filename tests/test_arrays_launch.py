@@ -74,6 +74,53 @@ def test_tid_in_1d_and_4d_launches():
     np.testing.assert_array_equal(o4.numpy(), ((i * 10 + j) * 10 + k) * 10 + m)
 
 
+@kc.kernel
+def tid_leading(lead: kc.array3d(dtype=int), pair: kc.array3d(dtype=int)):
+    i, j, k = kc.tid()
+    lead[i, j, k] = kc.tid()
+    a, b = kc.tid()
+    pair[i, j, k] = a * 100 + b
+
+
+@kc.kernel
+def count_by_tid(counts: kc.array(dtype=int), sums: kc.array(dtype=float)):
+    i = kc.tid()
+    kc.atomic_add(counts, i, 1)
+    kc.atomic_add(sums, i, 0.5)
+
+
+@kc.kernel
+def count_by_pair(counts: kc.array2d(dtype=int)):
+    i, j = kc.tid()
+    counts[i, j] = counts[i, j] + 0  # read and write at its own index: ...
+    kc.atomic_add(counts, i, j, 1)  # ... but wider launches share it
+
+
+def test_tid_unpacking_fewer_indices_than_the_launch_reads_the_leading_ones():
+    # As in Warp: a scalar tid() in a multi-dimensional launch is the leading index (not
+    # the linear one), and `a, b = tid()` in a 3-d launch the leading two.
+    shape = (3, 4, 5)
+    lead, pair = poisoned(shape, np.int32), poisoned(shape, np.int32)
+    kc.launch(tid_leading, shape, inputs=[lead, pair])
+    i, j, _ = np.indices(shape)
+    np.testing.assert_array_equal(lead.numpy(), i)
+    np.testing.assert_array_equal(pair.numpy(), i * 100 + j)
+    # Many threads share each index, on every worker: their atomics must stay atomic.
+    for dims, n in (((4, 50000), 4), ((3, 1, 20000), 3), ((6, 1), 6)):
+        counts, sums = kc.zeros(n, dtype=int), kc.zeros(n, dtype=float)
+        kc.launch(count_by_tid, dims, inputs=[counts, sums])
+        per = int(np.prod(dims)) // n
+        np.testing.assert_array_equal(counts.numpy(), np.full(n, per))
+        np.testing.assert_array_equal(sums.numpy(), np.full(n, per * 0.5, np.float32))
+    counts = kc.zeros((3, 4), dtype=int)
+    kc.launch(count_by_pair, (3, 4, 5000), inputs=[counts])
+    np.testing.assert_array_equal(counts.numpy(), np.full((3, 4), 5000))
+    # The same kernel launched as wide as its tid(): the linear index again.
+    o = poisoned(12, np.int32)
+    kc.launch(tid_values, (12, 1), inputs=[o])
+    np.testing.assert_array_equal(o.numpy(), np.arange(12))
+
+
 def test_non_contiguous_views_through_strides(rng):
     base = nonzero(rng, (6, 8), np.float32)
     view = kc.array(base)  # a kc array over the NumPy data

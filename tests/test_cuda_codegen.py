@@ -91,7 +91,7 @@ def test_ptx_fallback_and_unsupported_arch():
 SAXPY_GOLDEN = """
 static __device__ __forceinline__ void kc_body_saxpy(kc_thread& kc_t, kc_array<float, 1> v1, \
 kc_array<float, 1> v2, float v3) {
-    const kc_int32 v4 = (kc_int32)kc_t.tid;
+    const kc_int32 v4 = kc_tid_leading(kc_t);
     const float v12 = *kc_addr(v1, v4);
     const float v13 = (v3 * v12);
     const float v20 = *kc_addr(v2, v4);

@@ -339,10 +339,11 @@ def test_tid_in_nd_launches(shape):
         run(K.tid_2d).launch(shape, [out])
         want = idx[0] * 100 + idx[1]
     elif len(shape) == 3:
-        flat = poisoned(math.prod(shape), np.int32)
-        run(K.tid_3d).launch(shape, [out, flat], block_dim=16)
+        lead, pair = poisoned(shape, np.int32), poisoned(shape, np.int32)
+        run(K.tid_3d).launch(shape, [out, lead, pair], block_dim=16)
         want = idx[0] * 10000 + idx[1] * 100 + idx[2]
-        np.testing.assert_array_equal(flat, want.ravel())
+        np.testing.assert_array_equal(lead, idx[0])
+        np.testing.assert_array_equal(pair, idx[0] * 100 + idx[1])
     else:
         run(K.tid_4d).launch(shape, [out])
         want = idx[0] * 1000 + idx[1] * 100 + idx[2] * 10 + idx[3]

@@ -241,8 +241,8 @@ def _load_slot(em: FunctionEmitter, op: ir.Op) -> str:
 def _tid(em: FunctionEmitter, op: ir.Op) -> str:
     axis, ndim = op.attr
     if ndim == 0:
-        return "(kc_int32)kc_t.tid"
-    return f"kc_tid_axis(kc_t, {axis}, {ndim})"
+        return "kc_tid_leading(kc_t)"
+    return f"kc_tid_axis(kc_t, {axis})"
 
 
 def array_access(em: FunctionEmitter, op: ir.Op, indices: tuple[ir.Value, ...]) -> str:

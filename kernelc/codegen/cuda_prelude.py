@@ -68,10 +68,16 @@ KC_FN To kc_bitcast(From x) {
 // ---- thread index ----------------------------------------------------------------------
 
 // Index along `axis` of an `ndim`-dimensional launch, row-major (last axis fastest).
-KC_FN kc_int32 kc_tid_axis(const kc_thread& t, int axis, int ndim) {
+// Components of the launch's whole shape (unused dims are 1), so a tid() that unpacks fewer
+// indices than the launch has reads the leading ones; a scalar tid() is the leading index.
+KC_FN kc_int32 kc_tid_axis(const kc_thread& t, int axis) {
     kc_int64 inner = 1;
-    for (int k = axis + 1; k < ndim; ++k) inner *= t.launch.dims[k];
+    for (int k = axis + 1; k < 4; ++k) inner *= t.launch.dims[k];
     return (kc_int32)((t.tid / inner) % t.launch.dims[axis]);
+}
+KC_FN kc_int32 kc_tid_leading(const kc_thread& t) {
+    const kc_int64 inner = t.launch.dims[1] * t.launch.dims[2] * t.launch.dims[3];
+    return (kc_int32)(inner == 1 ? t.tid : t.tid / inner);
 }
 
 // ---- arrays ----------------------------------------------------------------------------

@@ -48,6 +48,10 @@ class LlvmOptions:
     # Threads as SIMD lanes (llvm_simd.py): "auto" (kernels with loops, when it pays),
     # "all" or "off".
     simd: str = "auto"
+    # The launch has more dimensions than some tid() of the kernel unpacks (a scalar tid()
+    # in a 2-d launch): every tid() is then read from the launch's whole shape (a scalar
+    # one is the leading index, as in Warp) and no thread owns an array element.
+    wide_launch: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,7 +188,7 @@ class FunctionEmitter:
     # ---- function shells ------------------------------------------------------------------
 
     def emit_kernel(self) -> None:
-        if self.state.options.disjoint_arrays:
+        if self.state.options.disjoint_arrays and not self.state.options.wide_launch:
             from kernelc.ir.analysis import thread_private_params
 
             self.private = thread_private_params(self.fn)
@@ -499,7 +503,9 @@ def _op_tid(e: FunctionEmitter, s: ir.Op):
     b = e.b
     axis, ndim = s.attr
     linear = e.tid
-    if ndim > 0 and e.tid_parts is not None and len(e.tid_parts) == ndim:
+    if e.state.options.wide_launch:  # components of the launch's whole (4-d) shape
+        ndim = 4
+    elif ndim > 0 and e.tid_parts is not None and len(e.tid_parts) == ndim:
         return e.tid_parts[axis]
     if ndim > 0:
         linear = b.zext(linear, I64)
@@ -507,7 +513,8 @@ def _op_tid(e: FunctionEmitter, s: ir.Op):
         stride = I64(1)
         for d in dims[axis + 1:]:
             stride = b.mul(stride, d)
-        linear = b.trunc(b.urem(b.udiv(linear, stride), dims[axis]), I32)
+        index = b.udiv(linear, stride)
+        linear = b.trunc(index if axis == 0 else b.urem(index, dims[axis]), I32)
     return linear
 
 

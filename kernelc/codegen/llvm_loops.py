@@ -20,7 +20,7 @@ Emitter = Any  # kernelc.codegen.llvm.FunctionEmitter (which imports this module
 
 def emit_loops(e: Emitter, start: ll.Value, end: ll.Value) -> None:
     """The threads [start, end) of the kernel `e` emits, each running its body once."""
-    ndim = launch_ndim(e.fn)
+    ndim = 0 if e.state.options.wide_launch else launch_ndim(e.fn)
     if ndim >= 2:
         emit_rows(e, start, end, ndim)
     else:

@@ -16,7 +16,8 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
     "auto" picks kernels that have a loop (else LLVM vectorises the loop over threads
     itself) and whose loops hold no op that would run one lane at a time and no read of
     a runtime structure at per-lane addresses (`_not_for_lanes`)."""
-    if options.debug or options.simd == "off" or _uses_addresses(module):
+    if options.debug or options.simd == "off" or options.wide_launch or \
+            _uses_addresses(module):
         return None
     if options.simd == "all":
         return varying.analyse(module)

@@ -55,22 +55,25 @@ class CpuOptions:
     disjoint_arrays: bool = True
     expanded: bool = False
     simd: str = "auto"
+    wide_launch: bool = False
 
     def llvm(self):
         from kernelc.codegen.llvm import LlvmOptions
 
         return LlvmOptions(debug=self.debug, vector_width=self.vector_width,
                            disjoint_arrays=self.disjoint_arrays, expanded=self.expanded,
-                           simd=self.simd)
+                           simd=self.simd, wide_launch=self.wide_launch)
 
 
-def cpu_options(disjoint_arrays: bool = True, expanded: bool = False) -> CpuOptions:
+def cpu_options(disjoint_arrays: bool = True, expanded: bool = False,
+                wide_launch: bool = False) -> CpuOptions:
     host = cpu_state(config.num_threads).host(_cache_dir())
     # 512-bit vectors where the CPU has them: kernels are mostly streaming loops, and
     # LLVM's default of 256 bits halves their width for no gain here.
     return CpuOptions(debug=config.mode == "debug",
                       vector_width=512 if host.has_avx512 else 256,
-                      disjoint_arrays=disjoint_arrays, expanded=expanded, simd=_simd_mode())
+                      disjoint_arrays=disjoint_arrays, expanded=expanded, simd=_simd_mode(),
+                      wide_launch=wide_launch)
 
 
 def _simd_mode() -> str:
@@ -97,12 +100,14 @@ class _Loaded:
     codegen_end: float  # perf_counter() when the key was known / the LLVM IR was generated
 
 
-def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
-                   disjoint_arrays: bool = True, expanded: bool = False) -> CpuKernel:
+def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...], disjoint_arrays: bool = True,
+                   expanded: bool = False, wide_launch: bool = False) -> CpuKernel:
     """The loaded CPU kernel for these argument types (memory cache, disk cache, compile).
 
-    `expanded`: the variant run by `ReduceMode.Expand` on per-worker private copies."""
-    options = cpu_options(disjoint_arrays, expanded)
+    `expanded`: the variant run by `ReduceMode.Expand` on per-worker private copies;
+    `wide_launch`: the variant for launches with more dimensions than some tid() unpacks
+    (see `launch_alias.wide_launch`)."""
+    options = cpu_options(disjoint_arrays, expanded, wide_launch)
     mem_key = ("cpu", arg_types, options)
     found = kernel.compiled.get(mem_key)
     if found is not None:
@@ -122,7 +127,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
     if loaded is None:
         if state.jit.host != host:  # the remembered host target was not LLVM's: re-key
             _remember_host(state, replace=True)
-            return get_cpu_kernel(kernel, arg_types, disjoint_arrays, expanded)
+            return get_cpu_kernel(kernel, arg_types, disjoint_arrays, expanded, wide_launch)
         loaded = _compile(state, disk, key, entry, module, options)
     t1, t2 = loaded.codegen_end, time.perf_counter()
     compiled = CpuKernel(
@@ -133,7 +138,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...],
         order_dependent=_order_dependent(module, options),
         source_fn=functools.partial(_llvm_text, module, entry, options),
         binary_fn=loaded.binary_fn, codegen_time=(t1 - t0) * 1e3,
-        backend_time=(t2 - t1) * 1e3, cache=loaded.cache,
+        backend_time=(t2 - t1) * 1e3, cache=loaded.cache, wide_launch=wide_launch,
     )
     _trace_compile(kernel.__name__, loaded, t0, t1, t2)
     if config.log_level <= LOG_INFO:
@@ -235,7 +240,7 @@ def _order_dependent(module: ir.Module, options: CpuOptions) -> frozenset[int]:
 
 
 def _private(module: ir.Module, options: CpuOptions) -> frozenset[int]:
-    if not options.disjoint_arrays:
+    if not options.disjoint_arrays or options.wide_launch:
         return frozenset()
     from kernelc.ir.analysis import thread_private_params
 

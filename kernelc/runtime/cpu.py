@@ -309,6 +309,7 @@ class CpuKernel:
     codegen_time: float
     backend_time: float
     cache: str
+    wide_launch: bool = False  # compiled for launches wider than its tid() (launch_alias.py)
 
     @functools.cached_property
     def source(self) -> str:

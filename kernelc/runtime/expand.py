@@ -76,7 +76,8 @@ def plan_atomics(kernel: Any, compiled: Any, args: ctypes.Structure, values: Seq
         from kernelc.runtime.compiler import get_cpu_kernel
 
         # Each worker owns its copies: the variant whose atomics on them are plain.
-        plan.cfunc = get_cpu_kernel(kernel, compiled.params, expanded=True).cfunc
+        plan.cfunc = get_cpu_kernel(kernel, compiled.params, expanded=True,
+                                     wide_launch=compiled.wide_launch).cfunc
     return plan, compiled, False
 
 
@@ -142,7 +143,8 @@ def single_thread_variant(kernel: Any, compiled: Any, values: Sequence[Any],
         return compiled
     from kernelc.runtime.compiler import get_cpu_kernel
 
-    return get_cpu_kernel(kernel, compiled.params, expanded=True)
+    return get_cpu_kernel(kernel, compiled.params, expanded=True,
+                          wide_launch=compiled.wide_launch)
 
 
 def reduction_params(kernel: Any, compiled: Any, values: Sequence[Any]) -> dict[int, str]:

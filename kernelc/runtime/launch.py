@@ -323,7 +323,7 @@ class Launch(ParamSetters):
     def _repack(self, recheck: bool = True) -> None:
         if recheck:  # an argument changed: it may need the other variant
             self.compiled, self.disjoint = repick_variant(self.kernel, self.compiled,
-                                                          self.disjoint, self.values)
+                                                          self.disjoint, self.values, self.dims)
         self._words: dict[int, Any] = {}
         # Arguments passed by value whose Python objects can change in place.
         self.by_value = [i for i, t in enumerate(self.compiled.params)
@@ -542,7 +542,7 @@ def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[
         return launch_cuda(kernel, dims, arrays, types, dev, stream, block_dim, record_cmd)
     names = kernel.arg_names
     _check_strides(kernel, names, types, arrays)
-    compiled, disjoint = pick_variant(kernel, types, arrays)
+    compiled, disjoint = pick_variant(kernel, types, arrays, dims)
     return Launch.packed(kernel, compiled, dims, arrays, dev, disjoint, record_cmd)
 
 

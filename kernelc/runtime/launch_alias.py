@@ -46,27 +46,59 @@ def _writes(fn: ir.Function) -> bool:
                or (isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC) for s in ir.walk(fn.body))
 
 
-def pick_variant(kernel: Any, types: tuple[T.Type, ...], values: Sequence[Any]):
+def wide_launch(kernel: Any, types: tuple[T.Type, ...], dims: tuple[int, ...]) -> bool:
+    """Whether a launch of shape `dims` has more dimensions than some tid() of the kernel
+    unpacks (trailing dimensions of 1 do not count).
+
+    The default variant is compiled for launches whose shape its tid() calls cover: a
+    scalar tid() is the linear index, each thread owns the elements it indexes with its
+    tid(), and 2-d to 4-d kernels loop over rows. Wider launches run the variant that
+    reads every tid() from the launch's whole shape: a scalar tid() is then the leading
+    index, as in Warp (`i = kc.tid()` in a (3, 4) launch runs 4 threads with each i).
+    """
+    ndim = len(dims)
+    while ndim > 1 and dims[ndim - 1] == 1:
+        ndim -= 1
+    if ndim < 2:
+        return False
+    known = getattr(kernel, "_kc_tid_arity", None)
+    if known is None:
+        known = kernel._kc_tid_arity = {}
+    arity = known.get(types)
+    if arity is None:
+        fn = kernel.get_ir(types).kernel
+        arity = known[types] = min((max(s.attr[1], 1) for s in ir.walk(fn.body)
+                                    if isinstance(s, ir.Op) and s.opcode == OpCode.TID),
+                                   default=4)
+    return arity < ndim
+
+
+def pick_variant(kernel: Any, types: tuple[T.Type, ...], values: Sequence[Any],
+                 dims: tuple[int, ...]):
     """(the compiled kernel to run, disjoint): `disjoint` is True when the arrays were found
     to share no memory and the default variant relies on it, False when they overlap (the
-    variant without promises runs), None when the kernel makes no such promise."""
+    variant without promises runs), None when the kernel makes no such promise. A launch
+    wider than the kernel's tid() runs the `wide_launch` variant."""
     from kernelc.runtime.compiler import get_cpu_kernel
 
     # The default variant first: its compile lowers the kernel (and reports the time).
-    compiled = get_cpu_kernel(kernel, types)
+    wide = wide_launch(kernel, types, dims)
+    compiled = get_cpu_kernel(kernel, types, wide_launch=wide)
     if not makes_promises(kernel, types):
         return compiled, None
     if overlapping(values, types):
-        return get_cpu_kernel(kernel, types, disjoint_arrays=False), False
+        return get_cpu_kernel(kernel, types, disjoint_arrays=False, wide_launch=wide), False
     return compiled, True
 
 
-def repick_variant(kernel: Any, compiled: Any, disjoint: bool | None, values: Sequence[Any]):
-    """`pick_variant` for new `values` of a launch that runs `compiled`, the variant that
-    `disjoint` says: looked up again only when the answer changes."""
-    if disjoint is None or overlapping(values, compiled.params) == (not disjoint):
+def repick_variant(kernel: Any, compiled: Any, disjoint: bool | None, values: Sequence[Any],
+                   dims: tuple[int, ...]):
+    """`pick_variant` for new `values` or `dims` of a launch that runs `compiled`, the
+    variant that `disjoint` says: looked up again only when the answer changes."""
+    if compiled.wide_launch == wide_launch(kernel, compiled.params, dims) and (
+            disjoint is None or overlapping(values, compiled.params) == (not disjoint)):
         return compiled, disjoint
-    return pick_variant(kernel, compiled.params, values)
+    return pick_variant(kernel, compiled.params, values, dims)
 
 
 def overlapping(values: Sequence[Any], types: Sequence[T.Type]) -> bool:

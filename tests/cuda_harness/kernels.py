@@ -251,10 +251,12 @@ def tid_2d(out: arr(T.int32, 2)):
 
 
 @kc.kernel
-def tid_3d(out: arr(T.int32, 3), flat: I32):
+def tid_3d(out: arr(T.int32, 3), lead: arr(T.int32, 3), pair: arr(T.int32, 3)):
     i, j, k = kc.tid()
     out[i, j, k] = i * 10000 + j * 100 + k
-    flat[kc.tid()] = i * 10000 + j * 100 + k
+    lead[i, j, k] = kc.tid()  # a scalar tid() in a 3-d launch: the leading index (Warp's)
+    a, b = kc.tid()  # the leading two
+    pair[i, j, k] = a * 100 + b
 
 
 @kc.kernel
