@@ -48,6 +48,22 @@ def eval_queries(mesh: kc.uint64, faces: kc.array(dtype=int), bary: kc.array(dty
     ints[i, 0] = kc.mesh_get_index(mesh, 3 * f)
 
 
+@kc.kernel
+def mesh_arrays(mesh: kc.uint64, points: kc.array(dtype=kc.vec3),
+                velocities: kc.array(dtype=kc.vec3), indices: kc.array(dtype=int),
+                sizes: kc.array(dtype=int)):
+    i = kc.tid()
+    m = kc.mesh_get(mesh)
+    points[i] = m.points[i]
+    if m.velocities.shape[0] > 0:
+        velocities[i] = m.velocities[i]
+    indices[i] = m.indices[i]
+    if i == 0:
+        sizes[0] = m.points.shape[0]
+        sizes[1] = m.velocities.shape[0]
+        sizes[2] = m.indices.shape[0]
+
+
 @pytest.fixture(scope="module")
 def sphere():
     return sphere_mesh()
@@ -104,6 +120,28 @@ def test_eval_and_get(rng):
             assert (out[:, [1, 4]] == 0).all()
 
 
+def test_mesh_get_views_the_mesh_arrays(rng):
+    points, tris = _soup(rng, 20)  # 60 points, 60 indices
+    tris = rng.permutation(tris.ravel()).reshape(tris.shape).astype(np.int32)
+    velocities = rng.normal(size=points.shape).astype(np.float32)
+    n = len(points)
+    for with_velocities in (True, False):
+        mesh = _make_mesh(points, tris, velocities=kc.array(velocities, dtype=kc.vec3)
+                          if with_velocities else None)
+        got_points = kc.array(poisoned((n, 3), np.float32).numpy(), dtype=kc.vec3)
+        got_velocities = kc.array(poisoned((n, 3), np.float32).numpy(), dtype=kc.vec3)
+        got_indices, sizes = poisoned(n, np.int32), poisoned(3, np.int32)
+        kc.launch(mesh_arrays, n, [mesh.id, got_points, got_velocities, got_indices, sizes])
+        np.testing.assert_array_equal(got_points.numpy(), points)
+        np.testing.assert_array_equal(got_indices.numpy(), tris.ravel()[:n])
+        np.testing.assert_array_equal(sizes.numpy(), [n, n if with_velocities else 0,
+                                                      3 * len(tris)])
+        if with_velocities:
+            np.testing.assert_array_equal(got_velocities.numpy(), velocities)
+        else:
+            assert np.isnan(got_velocities.numpy()).all()
+
+
 def test_empty_mesh_and_bvh_find_nothing(rng):
     mesh = kc.Mesh(kc.zeros(3, dtype=kc.vec3), kc.zeros(0, dtype=kc.int32))
     bvh = kc.Bvh(kc.zeros(0, dtype=kc.vec3), kc.zeros(0, dtype=kc.vec3))
@@ -155,7 +193,8 @@ def _cuda_source(kernel):
     return emit_cuda(kernel.get_ir(kernel.param_types), CudaOptions())
 
 
-@pytest.mark.parametrize("kernel", [signed_distance, ray_queries, list_queries, eval_queries])
+@pytest.mark.parametrize("kernel", [signed_distance, ray_queries, list_queries, eval_queries,
+                                    mesh_arrays])
 def test_query_kernels_compile_with_nvrtc(kernel):
     pytest.importorskip("cuda.bindings.nvrtc")
     from kernelc.codegen import nvrtc
@@ -218,8 +257,6 @@ def test_host_side_errors():
         kc.Mesh(pts, kc.array([0, 1, 4], dtype=kc.int32))
     with pytest.raises(ValueError, match="one per point"):
         kc.Mesh(pts, idx, velocities=kc.zeros(3, dtype=kc.vec3))
-    with pytest.raises(NotImplementedError, match="grouped"):
-        kc.Mesh(pts, idx, groups=kc.zeros(1, dtype=kc.int32))
     with pytest.raises(ValueError, match="unknown BVH constructor"):
         kc.Mesh(pts, idx, bvh_constructor="octree")
     mesh = kc.Mesh(pts, idx)

@@ -110,6 +110,22 @@ def mesh_faces(mesh_id: wp.uint64, lo: wp.vec3, hi: wp.vec3, counts: wp.array(dt
             wp.atomic_add(counts, face, 1)
 
 
+@wp.kernel
+def old_names(bvh_id: wp.uint64, mesh_id: wp.uint64, lo: wp.vec3, hi: wp.vec3,
+              boxes: wp.array(dtype=wp.int32), faces: wp.array(dtype=wp.int32)):
+    # Warp's names before 1.18 (deprecated aliases)
+    query = wp.bvh_query_aabb_tiled(bvh_id, lo, hi)
+    while wp.tile_query_valid(query):
+        bound = wp.untile(wp.bvh_query_next_tiled(query))
+        if bound >= 0:
+            wp.atomic_add(boxes, bound, 1)
+    mesh_query = wp.mesh_query_aabb_tiled(mesh_id, lo, hi)
+    while wp.tile_query_valid(mesh_query):
+        face = wp.untile(wp.mesh_query_aabb_next_tiled(mesh_query))
+        if face >= 0:
+            wp.atomic_add(faces, face, 1)
+
+
 def run_queries(inputs):
     lo, hi = inputs["box_lo"], inputs["box_hi"]
     bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3), wp.array(hi, dtype=wp.vec3))
@@ -126,7 +142,12 @@ def run_queries(inputs):
     wp.launch_tiled(mesh_faces, dim=1, inputs=[mesh.id, wp.vec3(1.0, 1.0, 1.0),
                                                wp.vec3(2.5, 2.5, 2.5), faces],
                     block_dim=1, device="cpu")
-    return {"boxes": boxes.numpy(), "ray": ray.numpy(), "faces": faces.numpy()}
+    old_boxes, old_faces = wp.zeros_like(boxes), wp.zeros_like(faces)
+    wp.launch_tiled(old_names, dim=1, inputs=[bvh.id, mesh.id, wp.vec3(1.0, 1.0, 1.0),
+                                              wp.vec3(6.0, 6.0, 6.0), old_boxes, old_faces],
+                    block_dim=1, device="cpu")
+    return {"boxes": boxes.numpy(), "ray": ray.numpy(), "faces": faces.numpy(),
+            "old_boxes": old_boxes.numpy(), "old_faces": old_faces.numpy()}
 
 
 def run_all(inputs):
@@ -179,6 +200,7 @@ def test_indexed_random_and_scatter_forms_match_warp(tmp_path):
     assert ours["scatter"][3, 2] == 5.5 and ours["scatter"][2, 1] == 9.0  # block 1's writes
     assert list(ours["stack_counts"]) == [8, 0, -1]
     assert ours["boxes"].any() and ours["ray"].any() and ours["faces"].any()
+    assert ours["old_boxes"].any() and ours["old_faces"].any()
 
 
 @kc.kernel

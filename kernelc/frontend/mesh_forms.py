@@ -117,6 +117,7 @@ _FORMS: dict[str, tuple[_Form, ...]] = {
     "mesh_get_velocity": (_Form(_p("id:id, index:int"), "mesh_lang.get_velocity"),),
     "mesh_get_index": (_Form(_p("id:id, index:int"), "mesh_lang.get_index"),),
     "mesh_get_bvh": (_Form(_p("id:id"), "mesh_lang.get_bvh"),),
+    "mesh_get": (_Form(_p("id:id"), "mesh_lang.get_arrays"),),
     "bvh_query_aabb": (
         _Form(_p("id:id, low:vec3, high:vec3, root:int=-1"), "bvh_lang.bvh_aabb_query"),),
     "bvh_query_ray": (
@@ -126,8 +127,8 @@ _FORMS: dict[str, tuple[_Form, ...]] = {
     "bvh_query_capsule": (
         _Form(_p("id:id, start:vec3, dir:vec3, radius:float, root:int=-1"),
               "bvh_lang.bvh_capsule_query"),),
-    "bvh_get_group_root": (_Form(_p("id:id, group:int"), "bvh_lang.no_group_root"),),
-    "mesh_get_group_root": (_Form(_p("id:id, group:int"), "bvh_lang.no_group_root"),),
+    "bvh_get_group_root": (_Form(_p("id:id, group:int"), "bvh_lang.group_root"),),
+    "mesh_get_group_root": (_Form(_p("id:id, group:int"), "bvh_lang.group_root"),),
 }
 
 # Queries advanced in place: name -> (query struct, "module.func" of the step).
@@ -169,6 +170,8 @@ _DOCS = {
     "mesh_get_velocity": "The velocity at face-vertex slot `index`.",
     "mesh_get_index": "The vertex index at face-vertex slot `index` (indices[index]).",
     "mesh_get_bvh": "The id of the mesh's BVH over its faces, for `bvh_query_*`.",
+    "mesh_get": "The mesh's arrays: `m.points`, `m.velocities` (empty without velocities) "
+                "and `m.indices` (3 per face).",
     "bvh_query_aabb": "A query of the items whose box overlaps [low, high]: iterate it.",
     "bvh_query_ray": "A query of the items whose box the ray `start + t dir` meets.",
     "bvh_query_sphere": "A query of the items whose box lies within `radius` of `center`.",
@@ -176,8 +179,11 @@ _DOCS = {
                          "`start + t dir` meets (t <= max_dist of `bvh_query_next`).",
     "bvh_query_next": "Advances a BVH query; stores the next item in `index` (`max_dist` "
                       "bounds a ray or capsule query's entry distance).",
-    "bvh_get_group_root": "-1: kernelc builds no grouped BVHs (Warp's value for no group).",
-    "mesh_get_group_root": "-1: kernelc builds no grouped meshes (Warp's value for no group).",
+    "bvh_get_group_root": "The root node of the group's subtree in a BVH built with "
+                          "`groups=`, for a query's `root`; -1 (the whole tree) if no box "
+                          "is in the group.",
+    "mesh_get_group_root": "The root node of the group's subtree in a mesh built with "
+                           "`groups=`, for a query's `root`; -1 if no face is in the group.",
 }
 
 

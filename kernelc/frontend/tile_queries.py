@@ -118,3 +118,34 @@ def _tile_query_valid(lowerer, args, node):
         raise KernelError("tile_query_valid() needs a query from tile_bvh_query_aabb(), "
                           "tile_bvh_query_ray() or tile_mesh_query_aabb()")
     return Val(lowerer.b.load(q.valid))
+
+
+# Warp's names before 1.18, which Warp still accepts with a DeprecationWarning.
+_DEPRECATED_ALIASES = {
+    "bvh_query_aabb_tiled": "tile_bvh_query_aabb",
+    "bvh_query_ray_tiled": "tile_bvh_query_ray",
+    "bvh_query_next_tiled": "tile_bvh_query_next",
+    "mesh_query_aabb_tiled": "tile_mesh_query_aabb",
+    "mesh_query_aabb_next_tiled": "tile_mesh_query_aabb_next",
+}
+
+
+def _deprecated_alias(old: str, new: str):
+    params = {"tile_bvh_query_aabb": "id, low, high", "tile_bvh_query_ray": "id, start, dir",
+              "tile_mesh_query_aabb": "id, low, high"}.get(new, "query")
+    handler = globals()[f"_{new}"]
+
+    @form(old, params, f"Deprecated alias of `{new}` (Warp's name before 1.18).")
+    def lower(lowerer, args, node):
+        from kernelc.logger import log_warning
+
+        loc = lowerer.source.loc(node)
+        log_warning(f"{loc.file}:{loc.line}: wp.{old}() is deprecated (Warp 1.18); use "
+                    f"wp.{new}() instead", DeprecationWarning, once=True)
+        return handler(lowerer, args, node)
+
+    return lower
+
+
+for _old, _new in _DEPRECATED_ALIASES.items():
+    _deprecated_alias(_old, _new)

@@ -7,6 +7,10 @@ range where the highest differing bit of its codes changes — the middle of its
 Nodes deeper than `62 - ceil(log2(n))` split at the median instead, which bounds the depth by
 62 for any input, so the queries' fixed `STACK_SIZE` stack can never overflow.
 
+Grouped hierarchies (Warp's `groups=`) sort the items by group first, and split a node whose
+items span several groups at the group boundary that halves its number of groups, so each
+group ends up in one subtree, whose root `bvh_get_group_root` finds in a sorted table.
+
 Node bounds are computed on the device by kernels, one launch per depth, deepest first; a
 `refit` reruns only those launches, so it costs a few microseconds of launch overhead per
 level plus one pass over the items.
@@ -14,6 +18,7 @@ level plus one pass over the items.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from dataclasses import dataclass
@@ -27,7 +32,7 @@ from kernelc.runtime.launch import launch
 from kernelc.spatial import bvh_lang
 from kernelc.spatial.bvh_lang import BvhQuery
 
-__all__ = ["Bvh", "BvhQuery"]
+__all__ = ["Bvh", "BvhQuery", "is_cubql_available"]
 
 _CONSTRUCTORS = ("sah", "median", "lbvh", "cubql")
 _MORTON_BITS = 21  # per axis: 63-bit codes
@@ -44,6 +49,8 @@ class Topology:
         inner: int32 node indices of the inner nodes, deepest first.
         level_offsets: where each depth starts in `inner` (deepest first), plus the end.
         depth: the deepest node's depth (the root's is 0).
+        group_roots: int32 (num_groups, 2): each group and the root of its subtree, sorted
+            by group; empty for a hierarchy built without groups.
     """
 
     info: np.ndarray
@@ -52,6 +59,8 @@ class Topology:
     inner: np.ndarray
     level_offsets: tuple[int, ...]
     depth: int
+    group_roots: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros((0, 2), np.int32))
 
 
 def _spread_bits(x: np.ndarray) -> np.ndarray:
@@ -89,8 +98,10 @@ def _highest_bit(x: np.ndarray) -> np.ndarray:
     return np.where(high > 0, 31 + np.frexp(high)[1], np.frexp(low)[1] - 1).astype(np.uint64)
 
 
-def _split(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, morton: bool) -> np.ndarray:
-    """Where each range [start, end) splits: at its highest differing Morton bit, else the middle."""
+def _split(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, morton: bool,
+           sorted_within: bool = False) -> np.ndarray:
+    """Where each range [start, end) splits: at its highest differing Morton bit, else the
+    middle. `sorted_within`: the codes are sorted within each range only (grouped builds)."""
     middle = (starts + ends) // 2
     if not morton:
         return middle
@@ -100,12 +111,31 @@ def _split(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, morton: bool
         return middle
     bit = _highest_bit(np.where(differ, first ^ last, np.uint64(1)))
     prefix = (last >> bit) << bit  # the first code with that bit set
-    at = np.searchsorted(codes, prefix, side="left").astype(np.int64)
+    if sorted_within:
+        at = _first_at_least(codes, starts, ends, prefix)
+    else:
+        at = np.searchsorted(codes, prefix, side="left").astype(np.int64)
     return np.where(differ, at, middle)
 
 
+def _first_at_least(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                    keys: np.ndarray) -> np.ndarray:
+    """For each range [start, end) of `codes`, sorted within it, the first index whose code
+    is >= its key (a bisection run on all the ranges at once)."""
+    lo, hi = starts.copy(), ends.copy()
+    last = len(codes) - 1
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        below = active & (codes[np.minimum(mid, last)] < keys)
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(active & ~below, mid, hi)
+
+
 def build_topology(lowers: np.ndarray, uppers: np.ndarray, leaf_size: int = 1,
-                   median: bool = False) -> Topology:
+                   median: bool = False, groups: np.ndarray | None = None) -> Topology:
     """Builds the hierarchy of `n` boxes ((n, 3) arrays) top-down, one level at a time.
 
     Args:
@@ -114,6 +144,8 @@ def build_topology(lowers: np.ndarray, uppers: np.ndarray, leaf_size: int = 1,
         leaf_size: Most items in a leaf.
         median: Split every node at its median in Morton order (else at its Morton cell's
             middle, falling back to the median only deep down).
+        groups: Each item's group (int, (n,)), or None: every group then gets a subtree of
+            its own (see the module's docstring).
     """
     n = len(lowers)
     if n == 0:  # one empty leaf; the descriptor reports no nodes, so queries find nothing
@@ -121,29 +153,66 @@ def build_topology(lowers: np.ndarray, uppers: np.ndarray, leaf_size: int = 1,
         return Topology(np.array([[0, 0, 1, 0]], np.int32), empty, np.zeros(1, np.int32),
                         empty, (0,), 0)
     codes = morton_codes(lowers, uppers)
-    order = np.argsort(codes, kind="stable")
+    if groups is None:
+        order = np.argsort(codes, kind="stable")
+    else:
+        groups = np.asarray(groups, np.int64)
+        order = np.lexsort((codes, groups))  # by group, then Morton code
+        sorted_groups = groups[order]
+        # Where the group changes: a node spanning one of these is split at one.
+        changes = np.flatnonzero(sorted_groups[1:] != sorted_groups[:-1]) + 1
     codes = codes[order]
     morton_depth = 62 - max(1, math.ceil(math.log2(max(n, 2))))
-    # Per level: the ranges of its nodes, and for each inner node its children's positions
-    # in the next level.
-    level_starts, level_ends, level_children = [], [], []
+    # Per level: the ranges of its nodes, for each inner node its children's positions in
+    # the next level, and (grouped builds) which nodes are the roots of their group.
+    level_starts, level_ends, level_children, level_roots = [], [], [], []
     starts = np.zeros(1, np.int64)
     ends = np.full(1, n, np.int64)
+    parent_mixed = np.ones(1, bool)  # the root's "parent" spans every group
     depth = 0
     while len(starts):
         inner = (ends - starts) > leaf_size
-        split = _split(codes, starts[inner], ends[inner], not median and depth < morton_depth)
+        if groups is not None:
+            first = np.searchsorted(changes, starts, side="right")
+            stop = np.searchsorted(changes, ends, side="left")
+            mixed = stop > first  # the node holds items of several groups
+            inner |= mixed
+            level_roots.append(parent_mixed & ~mixed)
+        split = _split(codes, starts[inner], ends[inner], not median and depth < morton_depth,
+                       sorted_within=groups is not None)
+        if groups is not None:
+            at_groups = mixed[inner]  # split there at the middle group boundary
+            middle = (first[inner] + stop[inner]) // 2
+            split = np.where(at_groups, changes[np.minimum(middle, max(len(changes) - 1, 0))]
+                             if len(changes) else split, split)
+            parent_mixed = np.repeat(mixed[inner], 2)
         level_starts.append(starts)
         level_ends.append(ends)
         level_children.append(inner)
         starts = np.stack([starts[inner], split], axis=1).ravel()
         ends = np.stack([split, ends[inner]], axis=1).ravel()
         depth += 1
-    return _number_depth_first(level_starts, level_ends, level_children, order)
+    topology = _number_depth_first(level_starts, level_ends, level_children, order,
+                                   level_roots if groups is not None else None)
+    return topology if groups is None else _with_group_roots(topology, sorted_groups)
 
 
-def _number_depth_first(level_starts, level_ends, level_children, order) -> Topology:
-    """Lays the level-by-level tree out in depth-first order, with skip indices."""
+def _with_group_roots(topology: Topology, sorted_groups: np.ndarray) -> Topology:
+    """`topology` with its `group_roots` table: the group of each root node (read from
+    the first item of its range) and the node, sorted by group."""
+    nodes = topology.group_roots[:, 1]
+    # A root's first item slot is that of its leftmost leaf: in depth-first order, the
+    # first leaf at or after it.
+    first_slot = topology.info[topology.leaves[np.searchsorted(topology.leaves, nodes)], 0]
+    table = np.stack([sorted_groups[first_slot], nodes], axis=1).astype(np.int32)
+    table = table[np.argsort(table[:, 0], kind="stable")]
+    return dataclasses.replace(topology, group_roots=table)
+
+
+def _number_depth_first(level_starts, level_ends, level_children, order,
+                        level_roots=None) -> Topology:
+    """Lays the level-by-level tree out in depth-first order, with skip indices; the nodes
+    `level_roots` marks (per level) are listed in `group_roots[:, 1]`."""
     levels = len(level_starts)
     # Subtree sizes, bottom-up: an inner node's children are consecutive in the next level.
     sizes: list[np.ndarray] = [None] * levels  # type: ignore[list-item]
@@ -155,10 +224,12 @@ def _number_depth_first(level_starts, level_ends, level_children, order) -> Topo
         sizes[d] = size
     total = int(sizes[0][0])
     info = np.zeros((total, 4), np.int32)
-    leaves, inner_by_depth = [], []
+    leaves, inner_by_depth, roots = [], [], []
     index = np.zeros(1, np.int64)  # depth-first index of each node of the level
     for d in range(levels):
         inner = level_children[d]
+        if level_roots is not None:
+            roots.append(index[level_roots[d]])
         skip = index + sizes[d]
         info[index, 2] = skip
         info[index, 3] = d
@@ -178,7 +249,14 @@ def _number_depth_first(level_starts, level_ends, level_children, order) -> Topo
                     # In depth-first order, consecutive leaves read consecutive items.
                     leaves=np.sort(np.concatenate(leaves)).astype(np.int32),
                     inner=np.concatenate(inner_nodes).astype(np.int32),
-                    level_offsets=tuple(int(x) for x in offsets), depth=levels - 1)
+                    level_offsets=tuple(int(x) for x in offsets), depth=levels - 1,
+                    group_roots=_root_nodes(roots))
+
+
+def _root_nodes(roots: list[np.ndarray]) -> np.ndarray:
+    """(nodes, 2) int32 with the nodes in column 1 (the groups are filled in later)."""
+    nodes = np.concatenate(roots) if roots else np.zeros(0, np.int64)
+    return np.stack([np.zeros_like(nodes), nodes], axis=1).astype(np.int32)
 
 
 class Tree:
@@ -198,6 +276,10 @@ class Tree:
         self.inner = array(np.concatenate([topology.inner, [0]]).astype(np.int32),
                            dtype=T.int32, device=device)
         self.bounds = zeros(self.num_nodes * bvh_lang.NODE_FLOATS, dtype=T.float32, device=device)
+        roots = topology.group_roots
+        self.num_groups = len(roots)
+        self.group_roots = array(np.append(roots.ravel(), [0, 0]).astype(np.int32),
+                                 dtype=T.int32, device=device)
         self.item_lowers = item_lowers
         self.item_uppers = item_uppers
 
@@ -228,6 +310,14 @@ class Tree:
         i32 = raw[:lang.DESCRIPTOR_SIZE].view(np.int32)
         i32[lang.DESCRIPTOR_NUM_NODES // 4] = self.num_nodes if self.num_items else 0
         i32[lang.DESCRIPTOR_NUM_ITEMS // 4] = self.num_items
+        u64[lang.DESCRIPTOR_GROUPS // 8] = self.group_roots.ptr
+        i32[lang.DESCRIPTOR_NUM_GROUPS // 4] = self.num_groups
+
+
+def is_cubql_available() -> bool:
+    """Whether Warp's cuBQL builder is there: never in kernelc, whose one builder serves
+    every constructor name (`"cubql"` included)."""
+    return False
 
 
 def check_constructor(constructor: Any) -> bool:
@@ -239,6 +329,23 @@ def check_constructor(constructor: Any) -> bool:
         raise ValueError(f"unknown BVH constructor {constructor!r}; expected one of "
                          f"{', '.join(map(repr, _CONSTRUCTORS))} or None")
     return name.lower() == "median"
+
+
+def check_groups(groups: Any, count: int, what: str, device: Any) -> np.ndarray | None:
+    """The group of each item as NumPy ints, or None; raises RuntimeError (as Warp does)
+    unless `groups` is a contiguous int32 array of `count` entries on `device`."""
+    if groups is None:
+        return None
+    if getattr(groups, "dtype", None) != T.int32 or not getattr(groups, "is_contiguous",
+                                                                  False):
+        raise RuntimeError(f"groups should be a contiguous array of type int32 (one per {what})")
+    if groups.device != device:
+        raise RuntimeError(f"groups must live on the same device as the {what}s "
+                           f"({device}), not {groups.device}")
+    if len(groups) != count:
+        raise RuntimeError(f"groups must have one entry per {what} ({count}), got "
+                           f"{len(groups)}")
+    return groups.numpy()
 
 
 def check_vec3_array(value: Any, what: str, device: Any = None) -> array:
@@ -262,7 +369,9 @@ class Bvh:
         uppers: Upper corners, on the same device.
         constructor: Warp's builder name ("sah", "median", "lbvh", "cubql" or None). kernelc
             has one builder (Morton-ordered splits); "median" splits at the median instead.
-        groups: Warp's grouped BVHs; not supported (must be None).
+        groups: The group of each box (a contiguous `int32` array), or None. Each group
+            gets a subtree of its own, whose root `bvh_get_group_root(id, group)` returns;
+            a query started there (`root=`) sees that group's boxes only.
         leaf_size: Most boxes in a leaf.
 
     Attributes:
@@ -278,15 +387,14 @@ class Bvh:
         if len(lowers) != len(uppers):
             raise ValueError(f"Bvh needs as many lowers as uppers, got {len(lowers)} and "
                              f"{len(uppers)}")
-        if groups is not None:
-            raise NotImplementedError("grouped BVHs (groups=) are not supported by kernelc")
+        check_groups(groups, len(lowers), "box", lowers.device)
         self.leaf_size = operator.index(leaf_size)
         if self.leaf_size < 1:
             raise ValueError(f"leaf_size must be >= 1, got {leaf_size}")
         self._median = check_constructor(constructor)
         self.device = lowers.device
         self.lowers, self.uppers = lowers, uppers
-        self.groups = None
+        self.groups = groups
         self._descriptor = zeros(bvh_lang.DESCRIPTOR_SIZE, dtype=T.uint8, device=self.device)
         self.id = self._descriptor.ptr
         self.rebuild()
@@ -298,8 +406,9 @@ class Bvh:
             self._median = check_constructor(constructor)
         lo = self.lowers.numpy().reshape(-1, 3)
         hi = self.uppers.numpy().reshape(-1, 3)
-        self._tree = Tree(build_topology(lo, hi, self.leaf_size, self._median), self.device,
-                          self.lowers, self.uppers)
+        groups = check_groups(self.groups, len(lo), "box", self.device)
+        self._tree = Tree(build_topology(lo, hi, self.leaf_size, self._median, groups),
+                          self.device, self.lowers, self.uppers)
         self.refit()
         raw = np.zeros(len(self._descriptor), np.uint8)
         self._tree.write_descriptor(raw)

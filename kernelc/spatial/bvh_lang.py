@@ -25,6 +25,8 @@ DESCRIPTOR_ITEM_LOWERS = 24  # uint64: float32[num_items * 3], each item's lower
 DESCRIPTOR_ITEM_UPPERS = 32  # uint64: float32[num_items * 3]
 DESCRIPTOR_NUM_NODES = 40  # int32
 DESCRIPTOR_NUM_ITEMS = 44  # int32
+DESCRIPTOR_GROUPS = 48  # uint64: int32[num_groups * 2], (group, root node) sorted by group
+DESCRIPTOR_NUM_GROUPS = 56  # int32, 0 for a hierarchy built without groups
 DESCRIPTOR_SIZE = 64  # a mesh's own fields follow
 
 # A node's floats: lower xyz, upper xyz, the sum of its triangles' edge lengths (meshes), pad.
@@ -214,10 +216,24 @@ def bvh_capsule_query(bvh: kc.uint64, start: kc.vec3, d: kc.vec3, radius: kc.flo
 
 
 @kc.func
-def no_group_root(bvh: kc.uint64, group: kc.int32) -> kc.int32:
-    """Warp's root of a group's subtree; kernelc builds no groups, so -1 (the whole tree),
-    which is what Warp returns for a group that does not exist."""
-    return -1
+def group_root(bvh: kc.uint64, group: kc.int32) -> kc.int32:
+    """The root of `group`'s subtree (a binary search of the sorted table), or -1 (the
+    whole tree, as in Warp) for a group that has no items or a hierarchy without groups."""
+    table = _load_u64(bvh, DESCRIPTOR_GROUPS // 8)
+    lo = kc.int32(0)
+    hi = _load_i32(bvh, DESCRIPTOR_NUM_GROUPS // 4)
+    found = kc.int32(-1)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        g = _load_i32(table, 2 * mid)
+        if g == group:
+            found = _load_i32(table, 2 * mid + 1)
+            hi = lo
+        elif g < group:
+            lo = mid + 1
+        else:
+            hi = mid
+    return found
 
 
 @kc.func

@@ -18,7 +18,13 @@ from kernelc import types as T
 from kernelc.runtime.array import array, zeros
 from kernelc.runtime.launch import launch
 from kernelc.spatial import bvh_lang, mesh_lang, mesh_sign_lang
-from kernelc.spatial.bvh import Tree, build_topology, check_constructor, check_vec3_array
+from kernelc.spatial.bvh import (
+    Tree,
+    build_topology,
+    check_constructor,
+    check_groups,
+    check_vec3_array,
+)
 from kernelc.spatial.mesh_lang import MeshQueryAABB, MeshQueryPoint, MeshQueryRay
 
 __all__ = ["Mesh", "MeshQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay"]
@@ -41,7 +47,9 @@ class Mesh:
         bvh_constructor: Warp's builder name ("sah", "median", "lbvh", "cubql" or None);
             kernelc has one builder, "median" splits at the median instead.
         bvh_leaf_size: Most faces per leaf (default 4, Warp's default).
-        groups: Warp's grouped meshes; not supported (must be None).
+        groups: The group of each face (a contiguous `int32` array), or None. Each group
+            gets a subtree of its own, whose root `mesh_get_group_root(id, group)` returns;
+            a query started there (`root=`) sees that group's faces only.
 
     Attributes:
         id: The `uint64` to pass to kernels.
@@ -65,14 +73,13 @@ class Mesh:
             raise ValueError(f"Mesh indices must hold three per face, got {indices.size}")
         if velocities is not None:
             self._check_velocities(velocities, len(points))
-        if groups is not None:
-            raise NotImplementedError("grouped meshes (groups=) are not supported by kernelc")
+        host_groups = check_groups(groups, indices.size // 3, "face", self.device)
         self._median = check_constructor(bvh_constructor)
         leaf_size = 4 if bvh_leaf_size is None else operator.index(bvh_leaf_size)
         if leaf_size < 1:
             raise ValueError(f"bvh_leaf_size must be >= 1, got {bvh_leaf_size}")
         self._points, self._velocities, self.indices = points, velocities, indices
-        self.groups = None
+        self.groups = groups
         self.support_winding_number = bool(support_winding_number)
         self.num_tris = indices.size // 3
         host_indices = indices.numpy().reshape(-1, 3)
@@ -84,7 +91,8 @@ class Mesh:
         self._face_lowers = zeros(max(self.num_tris, 1), dtype=points.dtype, device=self.device)
         self._face_uppers = zeros(max(self.num_tris, 1), dtype=points.dtype, device=self.device)
         topology = build_topology(np.minimum(np.minimum(a, b), c),
-                                  np.maximum(np.maximum(a, b), c), leaf_size, self._median)
+                                  np.maximum(np.maximum(a, b), c), leaf_size, self._median,
+                                  host_groups)
         self._tree = Tree(topology, self.device, self._face_lowers, self._face_uppers)
         self._winding = None
         if self.support_winding_number:
