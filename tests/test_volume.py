@@ -396,8 +396,6 @@ def test_allocation_errors():
         kc.Volume.allocate_by_tiles(tiles, voxel_size=-1.0)
     with pytest.raises(ValueError, match="Only one of"):
         kc.Volume.allocate_by_tiles(tiles, voxel_size=1.0, transform=np.eye(3))
-    with pytest.raises(NotImplementedError, match="rebuildable"):
-        kc.Volume.allocate_by_tiles(tiles, voxel_size=1.0, rebuildable=True)
     with pytest.raises(RuntimeError, match="tile_points must be contiguous"):
         kc.Volume.allocate_by_tiles(kc.zeros(3, dtype=kc.vec2), voxel_size=1.0)
     with pytest.raises(ValueError, match="shape"):

@@ -145,7 +145,11 @@ def build_grid(origins: np.ndarray, grid_type: int, background: bytes, values: n
     leaf_lo, leaf_hi = _leaf_boxes(active, origins)
     lower_lo, lower_hi = _bboxes(leaf_lo, leaf_hi, lower_of_leaf, n_lower)
     upper_lo, upper_hi = _bboxes(lower_lo, lower_hi, upper_of_lower, n_upper)
-    root_lo, root_hi = upper_lo.min(0), upper_hi.max(0)
+    if n_leaf:
+        root_lo, root_hi = upper_lo.min(0), upper_hi.max(0)
+    else:  # an empty grid (a rebuildable volume's): NanoVDB's empty box, min above max
+        root_lo = np.full(3, 2**31 - 1, np.int32)
+        root_hi = np.full(3, -2**31, np.int32)
 
     voxel_count = int(active.sum())
     _write_headers(buf, grid_type, grid_class, matrix, translation, root_lo, root_hi,

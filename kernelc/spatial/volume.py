@@ -18,9 +18,10 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from kernelc import types as T
-from kernelc.runtime.array import array
+from kernelc.runtime.array import array, zeros
 from kernelc.runtime.device import get_device
 from kernelc.spatial import nanovdb as nv
+from kernelc.spatial import volume_rebuild as rb
 from kernelc.spatial.nanovdb_build import build_grid
 from kernelc.spatial.volume_grids import (
     allocation_type,
@@ -58,14 +59,13 @@ class Volume:
     """Nearest-voxel sampling (halfway cases round away from zero)."""
     LINEAR: ClassVar[int] = 1
     """Trilinear sampling."""
-    # Warp's rebuild status flags (kernelc volumes are not rebuildable; the names exist for
-    # code that tests them).
-    REBUILD_SUCCESS: ClassVar[int] = 0
-    REBUILD_LEAF_CAPACITY_EXCEEDED: ClassVar[int] = 1
-    REBUILD_LOWER_CAPACITY_EXCEEDED: ClassVar[int] = 2
-    REBUILD_UPPER_CAPACITY_EXCEEDED: ClassVar[int] = 4
-    REBUILD_VOXEL_CAPACITY_EXCEEDED: ClassVar[int] = 8
-    REBUILD_INVALID_INPUT: ClassVar[int] = 16
+    # The flags `status` receives from a rebuildable allocation or a `rebuild`.
+    REBUILD_SUCCESS: ClassVar[int] = rb.SUCCESS
+    REBUILD_LEAF_CAPACITY_EXCEEDED: ClassVar[int] = rb.LEAF_CAPACITY_EXCEEDED
+    REBUILD_LOWER_CAPACITY_EXCEEDED: ClassVar[int] = rb.LOWER_CAPACITY_EXCEEDED
+    REBUILD_UPPER_CAPACITY_EXCEEDED: ClassVar[int] = rb.UPPER_CAPACITY_EXCEEDED
+    REBUILD_VOXEL_CAPACITY_EXCEEDED: ClassVar[int] = rb.VOXEL_CAPACITY_EXCEEDED
+    REBUILD_INVALID_INPUT: ClassVar[int] = rb.INVALID_INPUT
 
     class GridInfo(NamedTuple):
         """Grid metadata: name, size in bytes, position in its buffer, value type name and
@@ -80,7 +80,7 @@ class Volume:
         transform_matrix: Any
 
     class ActiveStats(NamedTuple):
-        """Topology counts of the grid."""
+        """Topology counts of the grid as it is now."""
 
         voxel_count: int
         leaf_node_count: int
@@ -88,7 +88,8 @@ class Volume:
         upper_node_count: int
 
     class RebuildInfo(NamedTuple):
-        """Capacity for rebuilds: kernelc volumes are never rebuildable."""
+        """What a rebuildable volume reserves: `kind` ("voxels", "tiles"; None for other
+        volumes, whose counts are 0) and the most voxels, leaves, lower and upper nodes."""
 
         kind: str | None
         max_voxel_count: int
@@ -107,6 +108,7 @@ class Volume:
 
     def __init__(self, data: array | None, copy: bool = True) -> None:
         self.id = None
+        self._capacity: rb.Capacity | None = None
         if data is None:
             return
         if not isinstance(data, array) or data.ndim != 1 or not data.is_contiguous:
@@ -168,33 +170,69 @@ class Volume:
 
     @property
     def is_rebuildable(self) -> bool:
-        """Always False: kernelc does not implement `rebuild`."""
-        return False
+        """Whether the volume was allocated with capacity for `rebuild`."""
+        return self._capacity is not None
 
     def get_rebuild_info(self) -> Volume.RebuildInfo:
-        """No rebuild capacity (kernelc volumes are not rebuildable)."""
-        return Volume.RebuildInfo(None, 0, 0, 0, 0)
+        """The capacity reserved for rebuilds (kind None and zeros if not rebuildable)."""
+        if self._capacity is None:
+            return Volume.RebuildInfo(None, 0, 0, 0, 0)
+        return Volume.RebuildInfo(*self._capacity)
 
     def rebuild(self, points: Any, status: Any = None, point_mask: Any = None) -> Any:
-        """Not supported: kernelc volumes are not rebuildable (raises NotImplementedError)."""
-        raise NotImplementedError("Volume.rebuild() is not supported by kernelc: allocate a new "
-                                  "volume instead")
+        """Rebuilds the topology in place from `points`: voxel points for a volume from
+        `allocate_by_voxels`, tile points for one from `allocate_by_tiles` (index-space ints
+        or world-space floats, as there; points whose `point_mask` entry is 0 are ignored).
+
+        The id, transform, value type, background and capacity stay; values of a value
+        grid start again at the background. A topology beyond the capacity leaves the
+        volume as it was. `status` (a one-element `uint32` array) receives the
+        `REBUILD_*` flags; returns it (or None).
+        """
+        if self._capacity is None:
+            raise RuntimeError("Volume is not rebuildable (allocate it with rebuildable=True)")
+        status = rb.checked_status(status, self.device)
+        what = "voxel_points" if self._capacity.kind == "voxels" else "tile_points"
+        spec = self._spec
+        coords = points_to_coords(points, point_mask, spec.matrix, spec.translation, what,
+                                  allow_empty=True)
+        if _point_count(points) == 0:
+            return rb.report(status, rb.INVALID_INPUT)  # no points at all, as Warp
+        grid, flags = self._grid_within_capacity(coords)
+        if grid is not None:
+            self._install(grid)
+        return rb.report(status, flags)
 
     def get_tile_count(self) -> int:
-        """The number of tiles (NanoVDB leaves, 8^3 voxels each)."""
+        """The number of tiles (NanoVDB leaves, 8^3 voxels each); for a rebuildable volume,
+        as in Warp, the most it may hold (`get_active_stats` has the current count)."""
         self._check()
+        if self._capacity is not None:
+            return self._capacity.leaves
         return self._header.node_counts[0]
 
     def get_voxel_count(self) -> int:
         """The number of indexable voxels: the active voxels of an OnIndex grid (from
-        `allocate_by_voxels`), else 512 per tile."""
+        `allocate_by_voxels`), else 512 per tile; for a rebuildable volume, as in Warp,
+        the most it may hold (`get_active_stats` has the current count)."""
         self._check()
+        if self._capacity is not None:
+            return self._capacity.voxels
         return nv.indexable_voxel_count(self._header)
 
     def get_active_stats(self) -> Volume.ActiveStats:
-        """Voxel, leaf, lower-node and upper-node counts of the grid."""
+        """Voxel, leaf, lower-node and upper-node counts of the grid as it is now."""
         self._check()
-        return Volume.ActiveStats(self.get_voxel_count(), *self._header.node_counts)
+        return Volume.ActiveStats(nv.indexable_voxel_count(self._header),
+                                  *self._header.node_counts)
+
+    def _padded(self, rows: np.ndarray, count: int) -> np.ndarray:
+        """`rows` followed by zero rows up to `count`: a rebuildable volume reports its
+        capacity's worth of tiles or voxels, as Warp's (whose rows past the current ones
+        are left unset)."""
+        if len(rows) >= count:
+            return rows
+        return np.concatenate([rows, np.zeros((count - len(rows), 3), np.int32)])
 
     def _out(self, out: array | None, rows: np.ndarray) -> array:
         if out is None:
@@ -215,7 +253,8 @@ class Volume:
     def get_tiles(self, out: array | None = None) -> array:
         """The origins of the tiles, in storage order: an (n, 3) int32 array (or `out`)."""
         self._check()
-        return self._out(out, nv.leaf_origins(self._host(), self._header))
+        return self._out(out, self._padded(nv.leaf_origins(self._host(), self._header),
+                                           self.get_tile_count()))
 
     def get_voxels(self, out: array | None = None) -> array:
         """The coordinates of the indexable voxels, by linear index: (n, 3) int32."""
@@ -225,7 +264,8 @@ class Volume:
         coords = (origins[:, None, :] + nv.leaf_offsets_to_coords()[None]).reshape(-1, 3)
         if nv.INDEX_TYPES.get(h.grid_type) == 2:
             coords = coords[nv.active_masks(host, h).reshape(-1)]
-        return self._out(out, np.ascontiguousarray(coords[:self.get_voxel_count()]))
+        coords = coords[:nv.indexable_voxel_count(h)]
+        return self._out(out, np.ascontiguousarray(self._padded(coords, self.get_voxel_count())))
 
     # ---- blind data ----------------------------------------------------------------------
 
@@ -318,6 +358,51 @@ class Volume:
     # ---- building volumes on the host ----------------------------------------------------
 
     @classmethod
+    def _allocate(cls, spec: rb.Spec, points: Any, point_mask: Any, capacity: Any,
+                  status: Any, device: Any) -> Volume:
+        """The volume of `allocate_by_voxels` / `allocate_by_tiles`: exact, or with storage
+        reserved for `capacity` (a `volume_rebuild.Capacity`) when it is rebuildable."""
+        what = "voxel_points" if spec.kind == "voxels" else "tile_points"
+        coords = points_to_coords(points, point_mask, spec.matrix, spec.translation, what,
+                                  allow_empty=capacity is not None)
+        if capacity is None:
+            if spec.kind == "voxels":
+                coords = np.unique(coords, axis=0)
+            return cls(array(rb.host_grid(spec, coords), dtype=T.uint8, device=device),
+                       copy=False)
+        status = rb.checked_status(status, device)
+        if _point_count(points) == 0:
+            rb.report(status, rb.INVALID_INPUT)
+            raise RuntimeError(f"Failed to create volume: no {what} to allocate")
+        volume = cls(data=None)
+        volume.device, volume._spec, volume._capacity = device, spec, capacity
+        grid, flags = volume._grid_within_capacity(coords)
+        if grid is None:  # it does not fit: an empty grid, as Warp's
+            grid = rb.host_grid(spec, coords[:0])
+        volume._buffer = zeros(rb.grid_bytes(spec.grid_type, capacity.leaves, capacity.lowers,
+                                             capacity.uppers), dtype=T.uint8, device=device)
+        volume._descriptor = zeros(rb.descriptor_bytes(capacity.uppers), dtype=T.uint8,
+                                   device=device)
+        volume.id = volume._descriptor.ptr
+        volume._install(grid)
+        rb.report(status, flags)
+        return volume
+
+    def _grid_within_capacity(self, coords: np.ndarray) -> tuple[np.ndarray | None, int]:
+        """(the host grid of `coords`, SUCCESS), or (None, the overflow flags)."""
+        if self._spec.kind == "voxels":
+            coords = np.unique(coords, axis=0)
+        flags = rb.overflow(rb.topology_counts(coords, self._spec.kind), self._capacity)
+        return (None, flags) if flags else (rb.host_grid(self._spec, coords), rb.SUCCESS)
+
+    def _install(self, grid: np.ndarray) -> None:
+        """Copies a host grid and its descriptor into the reserved storage (same id)."""
+        self._header = nv.validate(grid)
+        self._buffer[:len(grid)].assign(grid)
+        raw = descriptor(grid, self._header, self._buffer.ptr)
+        self._descriptor[:len(raw)].assign(raw)
+
+    @classmethod
     def _build(cls, origins: np.ndarray, grid_type: int, background: bytes,
                values: np.ndarray | None, active: np.ndarray, matrix: np.ndarray,
                translation: Any, device: Any) -> Volume:
@@ -402,25 +487,26 @@ class Volume:
             translation: World position of voxel (0, 0, 0).
             device: The device of the volume.
             transform: 3x3 index-to-world linear transform, instead of `voxel_size`.
-            rebuildable: Not supported (must be False).
-            max_tiles: Rebuild capacity; not supported.
-            max_lower_nodes: Rebuild capacity; not supported.
-            max_upper_nodes: Rebuild capacity; not supported.
-            status: Rebuild status output; not supported.
+            rebuildable: Reserve storage so that `rebuild(tile_points)` can change the
+                tiles in place (also implied by any capacity below).
+            max_tiles: Most tiles (leaves) a rebuild may make; default: the point count.
+            max_lower_nodes: Most lower nodes; default: `max_tiles`.
+            max_upper_nodes: Most upper nodes; default: `max_lower_nodes`.
+            status: A one-element `uint32` array receiving the `REBUILD_*` flags of a
+                rebuildable allocation (a topology beyond the capacity gives an empty grid).
             point_mask: Optional int32 array, one per point: points where it is 0 are ignored.
         """
-        _no_rebuild(rebuildable, max_tiles, max_lower_nodes, max_upper_nodes, status)
         matrix = transform_of(voxel_size, transform)
-        coords = points_to_coords(tile_points, point_mask, matrix, translation, "tile_points")
-        origins = np.unique(coords & np.int32(~7), axis=0)
-        device = _device_of(tile_points, device)
         grid_type, background = allocation_type(bg_value)
-        active = np.ones((len(origins), nv.LEAF_TABLE), bool)
-        if grid_type == 19:  # an index grid: every voxel of a tile has an index
-            return cls._build(origins, grid_type, b"", None, active, matrix, translation, device)
-        values = np.tile(np.frombuffer(background, np.uint8), (len(origins), nv.LEAF_TABLE))
-        return cls._build(origins, grid_type, background, values, active, matrix, translation,
-                          device)
+        spec = rb.Spec("tiles", grid_type, background, matrix,
+                       np.asarray(translation, np.float32))
+        capacity = None
+        if rebuildable or any(c is not None for c in (max_tiles, max_lower_nodes,
+                                                        max_upper_nodes)):
+            capacity = rb.tile_capacity(_point_count(tile_points), max_tiles, max_lower_nodes,
+                                        max_upper_nodes)
+        return cls._allocate(spec, tile_points, point_mask, capacity, status,
+                             _device_of(tile_points, device))
 
     @classmethod
     def allocate_by_voxels(cls, voxel_points: Any, voxel_size: Any = None,
@@ -438,25 +524,27 @@ class Volume:
             translation: World position of voxel (0, 0, 0).
             device: The device of the volume.
             transform: 3x3 index-to-world linear transform, instead of `voxel_size`.
-            rebuildable: Not supported (must be False).
-            max_active_voxels: Rebuild capacity; not supported.
-            max_leaf_nodes: Rebuild capacity; not supported.
-            max_lower_nodes: Rebuild capacity; not supported.
-            max_upper_nodes: Rebuild capacity; not supported.
-            status: Rebuild status output; not supported.
+            rebuildable: Reserve storage so that `rebuild(voxel_points)` can change the
+                active voxels in place (also implied by any capacity below).
+            max_active_voxels: Most active voxels a rebuild may make; default: the point
+                count.
+            max_leaf_nodes: Most leaves; default: `max_active_voxels` (each voxel may have
+                a leaf of its own: give a tighter bound for dense sets).
+            max_lower_nodes: Most lower nodes; default: `max_leaf_nodes`.
+            max_upper_nodes: Most upper nodes; default: `max_lower_nodes`.
+            status: A one-element `uint32` array receiving the `REBUILD_*` flags of a
+                rebuildable allocation (a topology beyond the capacity gives an empty grid).
             point_mask: Optional int32 array, one per point: points where it is 0 are ignored.
         """
-        _no_rebuild(rebuildable, max_active_voxels, max_leaf_nodes, max_lower_nodes,
-                    max_upper_nodes, status)
-        matrix = transform_of(voxel_size, transform)
-        coords = np.unique(points_to_coords(voxel_points, point_mask, matrix, translation,
-                                            "voxel_points"), axis=0)
-        origins, leaf_of = np.unique(coords & np.int32(~7), axis=0, return_inverse=True)
-        active = np.zeros((len(origins), nv.LEAF_TABLE), bool)
-        local = coords & 7
-        active[leaf_of.reshape(-1), (local[:, 0] << 6) | (local[:, 1] << 3) | local[:, 2]] = True
-        return cls._build(origins, 20, b"", None, active, matrix, translation,
-                          _device_of(voxel_points, device))
+        spec = rb.Spec("voxels", 20, b"", transform_of(voxel_size, transform),
+                       np.asarray(translation, np.float32))
+        capacity = None
+        if rebuildable or any(c is not None for c in (max_active_voxels, max_leaf_nodes,
+                                                        max_lower_nodes, max_upper_nodes)):
+            capacity = rb.voxel_capacity(_point_count(voxel_points), max_active_voxels,
+                                         max_leaf_nodes, max_lower_nodes, max_upper_nodes)
+        return cls._allocate(spec, voxel_points, point_mask, capacity, status,
+                             _device_of(voxel_points, device))
 
     def __repr__(self) -> str:
         if not self.id:
@@ -484,10 +572,10 @@ def _tile_origins(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.stack([g.reshape(-1) for g in grid], axis=1)
 
 
-def _no_rebuild(rebuildable: bool, *capacities: Any) -> None:
-    if rebuildable or any(c is not None for c in capacities):
-        raise NotImplementedError("rebuildable volumes (rebuildable=, max_*=, status=) are "
-                                  "not supported by kernelc")
+def _point_count(points: Any) -> int:
+    """The number of points given (before any mask): rows of an (n, 3) array, or items."""
+    shape = getattr(points, "shape", None)
+    return int(shape[0]) if shape else len(points)
 
 
 def _device_of(points: Any, device: Any) -> Any:

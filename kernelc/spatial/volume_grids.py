@@ -101,9 +101,10 @@ def _as_numpy(points: Any, what: str) -> np.ndarray:
 
 
 def points_to_coords(points: Any, point_mask: Any, matrix: np.ndarray, translation: Any,
-                     what: str) -> np.ndarray:
+                     what: str, allow_empty: bool = False) -> np.ndarray:
     """(n, 3) int32 voxel coordinates of the points: integers as they are, floats (world
-    positions) through the inverse transform, in float32, rounded to the nearest voxel."""
+    positions) through the inverse transform, in float32, rounded to the nearest voxel.
+    No point left (after the mask) is a RuntimeError unless `allow_empty`."""
     data = _as_numpy(points, what)
     if point_mask is not None:
         mask = point_mask.numpy() if isinstance(point_mask, array) else np.asarray(point_mask)
@@ -120,7 +121,7 @@ def points_to_coords(points: Any, point_mask: Any, matrix: np.ndarray, translati
         index = (wide[:, 1:2] * inverse_f[:, 1] + index).astype(np.float32).astype(np.float64)
         index = (wide[:, 0:1] * inverse_f[:, 0] + index).astype(np.float32)
         data = np.floor(index.astype(np.float64) + 0.5)
-    if len(data) == 0:
+    if len(data) == 0 and not allow_empty:
         raise RuntimeError(f"Failed to create volume: no {what} to allocate")
     return data.astype(np.int32)
 
