@@ -154,8 +154,10 @@ def test_bad_nanogrids_raise():
     volume = kc.Volume.allocate_by_voxels(voxels, voxel_size=1.0)
     with pytest.raises(TypeError, match="kc.Volume"):
         fem.Nanogrid(voxels)
-    with pytest.raises(NotImplementedError, match="rebuildable"):
+    with pytest.raises(RuntimeError, match="require a rebuildable Volume"):
         fem.Nanogrid(volume, rebuildable=True)
+    with pytest.raises(RuntimeError, match="not constructed in rebuildable mode"):
+        fem.Nanogrid(volume).rebuild(voxels)
     with pytest.raises(NotImplementedError, match="environments"):
         fem.Nanogrid(volume, cell_env=kc.zeros(1, dtype=int))
     with pytest.raises(TypeError, match="float32 or float64"):

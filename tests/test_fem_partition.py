@@ -387,8 +387,10 @@ def test_partition_errors():
         fem.make_space_partition(space_topology=space.topology, geometry_partition=other)
     sp = fem.make_space_partition(space_topology=space.topology,
                                   geometry_partition=fem.LinearGeometryPartition(geo, 0, 2))
-    with pytest.raises(NotImplementedError, match="partial"):
-        space.make_field(space_partition=sp)
+    with pytest.raises(NotImplementedError, match="environments"):
+        fem.make_space_partition(space.topology, fem.LinearGeometryPartition(geo, 0, 2),
+                                 environment_first=True)
+    assert space.make_field(space_partition=sp).dof_values.shape == (sp.node_count(),)
     with pytest.raises(ValueError, match="cells"):
         fem.PicQuadrature(fem.Sides(geo), kc.array(np.zeros((2, 2)), dtype=kc.vec2))
     with pytest.raises(ValueError, match="Measures"):

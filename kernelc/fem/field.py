@@ -108,6 +108,9 @@ class DiscreteField(SpaceField):
         super().__init__(space, space_partition)
         self._dof_values = kc.zeros(space_partition.node_count(), dtype=space.dof_dtype)
         self._element_nodes: dict[str, Any] = {}
+        # On part of the space's nodes: a node's value is dof_values[its partition index],
+        # and nodes outside the partition are zero.
+        self._partial = type(space_partition) is not SpacePartition
 
     @property
     def dof_values(self) -> Any:
@@ -122,13 +125,15 @@ class DiscreteField(SpaceField):
         self._dof_values = values
 
     def evaluator(self, domain: GeometryDomain) -> FieldEval:
-        return discrete_eval(self._space, domain)
+        return discrete_eval(self._space, domain, self._partial)
 
     def fill_arg(self, arg: Any, domain: GeometryDomain, device: Any) -> None:
         key = str(kc.get_device(device))
         if key not in self._element_nodes:
-            self._element_nodes[key] = kc.array(self._space.topology.host_element_nodes(),
-                                                dtype=kc.int32, device=device)
+            nodes = self._space.topology.host_element_nodes()
+            if self._partial:
+                nodes = self._space_partition.host_partition_indices(nodes)
+            self._element_nodes[key] = kc.array(nodes, dtype=kc.int32, device=device)
         arg.elt = domain.element_arg_value(device)
         arg.dof_values = self._dof_values.to(device)
         arg.element_nodes = self._element_nodes[key]
@@ -145,7 +150,7 @@ class DiscreteField(SpaceField):
 
     @property
     def kind_name(self) -> str:
-        return f"Discrete_{self._space.name}"
+        return f"Discrete_{self._space.name}" + ("_partial" if self._partial else "")
 
 
 class DiscreteFieldTrace(SpaceField):

@@ -118,13 +118,18 @@ def basis_eval(kind: str, space: Any, domain: Any) -> FieldEval:
     return _CACHE[key]
 
 
-def discrete_eval(space: Any, domain: Any) -> FieldEval:
-    """Funcs for a discrete field: sum over the element's nodes of value x basis function."""
+def discrete_eval(space: Any, domain: Any, partial: bool = False) -> FieldEval:
+    """Funcs for a discrete field: sum over the element's nodes of value x basis function.
+    `partial`: the field lives on part of the space's nodes (a space partition), and its
+    element nodes are -1 where a node is not in it (that node's value is zero)."""
     if hasattr(space, "field_eval"):  # vector-valued bases (space_vector.py)
+        if partial:
+            raise NotImplementedError("discrete fields of vector-valued bases (Nedelec, "
+                                      "Raviart-Thomas) on space partitions are not supported")
         return space.field_eval("discrete", domain)
-    key = ("discrete", space.name, domain.name)
+    key = ("discrete", space.name, domain.name, partial)
     if key not in _CACHE:
-        _CACHE[key] = _discrete_eval(space, domain)
+        _CACHE[key] = _discrete_eval(space, domain, partial)
     return _CACHE[key]
 
 
@@ -265,15 +270,17 @@ def discrete_cells_arg(space: Any, domain: Any, cells: Any) -> Any:
 _CELL_ARG_FUNCS: dict[tuple, Any] = {}
 
 
-def _discrete_eval(space: Any, domain: Any) -> FieldEval:
+def _discrete_eval(space: Any, domain: Any, partial: bool) -> FieldEval:
     geo = space.geometry
     shape = space.shape
     algebra = space.algebra
     weight, weight_gradient = shape.weight, shape.weight_gradient
     N = shape.NODES_PER_ELEMENT
-    Arg = _struct(f"DiscreteFieldArg_{_ident(space.name)}_{_ident(domain.name)}", {
+    suffix = "_partial" if partial else ""
+    Arg = _struct(f"DiscreteFieldArg_{_ident(space.name)}_{_ident(domain.name)}{suffix}", {
         "elt": domain.ElementArg, "dof_values": kc.array(dtype=space.dof_dtype),
         "element_nodes": kc.array2d(dtype=int)})
+    Dof = space.dof_dtype
     zero, grad_zero, div_zero = algebra.zero, algebra.grad_zero, algebra.div_zero
     node_grad, node_div = algebra.node_grad, algebra.node_div
     to_value = algebra.to_value  # None: nodes store values (no dof mapper)
@@ -281,13 +288,22 @@ def _discrete_eval(space: Any, domain: Any) -> FieldEval:
     has_grad, has_div = algebra.grad_type is not None, algebra.div_type is not None
 
     @kc.func
+    def dofs(arg: Arg, cell: int, k: int):
+        """The dofs of the cell's node `k` (zero for a node outside a partial field)."""
+        node = arg.element_nodes[cell, k]
+        if kc.static(partial):
+            if node < 0:
+                return kc.static(Dof)(0.0)
+        return arg.dof_values[node]
+
+    @kc.func
     def cell_value(arg: Arg, cell: int, coords: Any):
         total = zero()
         for k in range(N):
             if kc.static(to_value is None):
-                total += arg.dof_values[arg.element_nodes[cell, k]] * weight(coords, k)
+                total += dofs(arg, cell, k) * weight(coords, k)
             else:
-                total += weight(coords, k) * to_value(arg.dof_values[arg.element_nodes[cell, k]])
+                total += weight(coords, k) * to_value(dofs(arg, cell, k))
         return total
 
     @kc.func
@@ -295,19 +311,17 @@ def _discrete_eval(space: Any, domain: Any) -> FieldEval:
         total = grad_zero()
         if kc.static(scalar_values):  # the reference gradient, mapped once
             for k in range(N):
-                total += arg.dof_values[arg.element_nodes[cell, k]] * weight_gradient(coords, k)
+                total += dofs(arg, cell, k) * weight_gradient(coords, k)
             return total * inv_F
         for k in range(N):
-            total += node_grad(arg.dof_values[arg.element_nodes[cell, k]],
-                               weight_gradient(coords, k) * inv_F)
+            total += node_grad(dofs(arg, cell, k), weight_gradient(coords, k) * inv_F)
         return total
 
     @kc.func
     def cell_divergence(arg: Arg, cell: int, coords: Any, inv_F: Any):
         total = div_zero()
         for k in range(N):
-            total += node_div(arg.dof_values[arg.element_nodes[cell, k]],
-                              weight_gradient(coords, k) * inv_F)
+            total += node_div(dofs(arg, cell, k), weight_gradient(coords, k) * inv_F)
         return total
 
     def funcs(cell_of: Any, coords_of: Any, inv_F: Any) -> dict:

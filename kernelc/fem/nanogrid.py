@@ -42,7 +42,8 @@ class Nanogrid(Geometry):
         scalar_type: `kc.float32` or `kc.float64` positions.
         cell_env: Multiple environments are not supported (must be None).
         env_offsets: Multiple environments are not supported (must be None).
-        rebuildable: Rebuilding in place is not supported (must be False).
+        rebuildable: Whether `rebuild` may change the cells in place (the volume must be
+            rebuildable: `kc.Volume.allocate_by_voxels(..., rebuildable=True)`).
     """
 
     dimension = 3
@@ -51,22 +52,18 @@ class Nanogrid(Geometry):
                  scalar_type: Any = kc.float32, cell_env: Any = None, env_offsets: Any = None,
                  rebuildable: bool = False) -> None:
         super().__init__(scalar_type)
-        if rebuildable:
-            raise NotImplementedError("rebuildable Nanogrids are not supported by kernelc "
-                                      "(kernelc volumes are not rebuildable)")
         if cell_env is not None or env_offsets is not None:
             raise NotImplementedError("Nanogrid environments (cell_env=, env_offsets=) are not "
                                       "supported by kernelc")
         if not isinstance(grid, kc.Volume):
             raise TypeError(f"Nanogrid needs a kc.Volume, got {type(grid).__name__}")
+        if rebuildable and not grid.is_rebuildable:
+            raise RuntimeError("Rebuildable Nanogrids require a rebuildable Volume")
+        self._rebuildable = bool(rebuildable)
         self._cell_grid = grid
         self._device = grid.device
-        self._cell_ijk_host = np.ascontiguousarray(grid.get_voxels().numpy(), dtype=np.int32)
-        if len(self._cell_ijk_host) == 0:
-            raise ValueError("Nanogrid requires at least one active cell")
-        self._cell_ijk = kc.array(self._cell_ijk_host, dtype=kc.vec3i, device=self._device)
-        corners = self._cell_ijk_host[:, None, :] + _CUBE_CORNERS[None, :, :]
-        self._node_grid = self._index_grid(corners.reshape(-1, 3))
+        self._args: dict[Any, Any] = {}
+        self._set_cells()
         self._init_transform()
         funcs = nanogrid_funcs(scalar_type)
         self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
@@ -74,7 +71,44 @@ class Nanogrid(Geometry):
                 "cell_lookup", "cell_coordinates", "cell_closest_point", "side_coordinates",
                 "side_closest_point"):
             setattr(self, name, getattr(funcs, name))
-        self._args: dict[Any, Any] = {}
+
+    def _set_cells(self) -> None:
+        """Reads the cells (the active voxels) from the cell grid, and makes the vertex
+        grid; the face and edge grids follow when first needed."""
+        grid = self._cell_grid
+        voxels = grid.get_voxels().numpy()[:grid.get_active_stats().voxel_count]
+        self._cell_ijk_host = np.ascontiguousarray(voxels, dtype=np.int32)
+        if len(self._cell_ijk_host) == 0:
+            raise ValueError("Nanogrid requires at least one active cell")
+        self._cell_ijk = kc.array(self._cell_ijk_host, dtype=kc.vec3i, device=self._device)
+        corners = self._cell_ijk_host[:, None, :] + _CUBE_CORNERS[None, :, :]
+        self._node_grid = self._index_grid(corners.reshape(-1, 3))
+        for derived in ("_faces", "_edges"):
+            self.__dict__.pop(derived, None)
+        self._args.clear()
+
+    def rebuild(self, points: Any, point_envs: Any = None, *, status: Any = None,
+                point_mask: Any = None) -> Any:
+        """Rebuilds the cell grid from active voxel points (`kc.Volume.rebuild`), then the
+        vertex, edge and face grids. Spaces made on the grid see the new cells once their
+        topologies are rebuilt too (`space.topology.rebuild()`). Returns `status`.
+
+        Unlike Warp's, a rebuilt kernelc Nanogrid counts its current cells, vertices and
+        sides (Warp's counts are the volume's capacity)."""
+        if not self._rebuildable:
+            raise RuntimeError("Nanogrid was not constructed in rebuildable mode")
+        if point_envs is not None:
+            raise NotImplementedError("Nanogrid environments (point_envs=) are not supported "
+                                      "by kernelc")
+        status = self._cell_grid.rebuild(points, status=status, point_mask=point_mask)
+        self.rebuild_topology_from_cells()
+        return status
+
+    def rebuild_topology_from_cells(self) -> None:
+        """Reads the cells again from the cell grid (after it was rebuilt)."""
+        if not self._rebuildable:
+            raise RuntimeError("Nanogrid was not constructed in rebuildable mode")
+        self._set_cells()
 
     def _index_grid(self, voxels: np.ndarray) -> kc.Volume:
         """An index grid with these voxels, of the cell grid's voxel size (as Warp builds

@@ -72,6 +72,23 @@ class PicQuadrature(Quadrature):
         return f"PicQuadrature_{self._domain.name}_{scope}"
 
     @property
+    def domain(self) -> GeometryDomain:
+        """The domain integrated over. It may be replaced by another domain of cells of the
+        same geometry (a partition's, say): particles stay binned by geometry cell, and
+        integrals then run over the new domain's cells."""
+        return self._domain
+
+    @domain.setter
+    def domain(self, domain: GeometryDomain) -> None:
+        if self._by_domain and domain is not self._domain:
+            raise RuntimeError("Cannot change the domain if use_domain_element_indices is True")
+        if domain.element_kind != self._domain.element_kind or \
+                _base(domain.geometry) is not _base(self._domain.geometry):
+            raise RuntimeError("The new domain must use the same base geometry and kind of "
+                               "elements as the current one.")
+        self._domain = domain
+
+    @property
     def uses_domain_element_indices(self) -> bool:
         """Whether particles are binned by domain element (else by geometry cell)."""
         return self._by_domain
@@ -183,6 +200,11 @@ class PicQuadrature(Quadrature):
         if fractions is not None:
             weights = weights * fractions[order].astype(np_scalar)
         return np.ascontiguousarray(weights, dtype=np_scalar)
+
+
+def _base(geometry: Any) -> Any:
+    """The geometry a deformed geometry deforms (itself otherwise)."""
+    return getattr(geometry, "base", geometry)
 
 
 # ---- kernels of the binning: lookups and cell measures, one per domain kind ----------------

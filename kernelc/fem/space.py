@@ -104,21 +104,31 @@ class SpacePartition:
         return hash(self.space_topology)
 
 
-def make_space_partition(space: "FunctionSpace | None" = None,
+def make_space_partition(space: "FunctionSpace | SpaceTopology | None" = None,
                          geometry_partition: Any = None,
                          space_topology: SpaceTopology | None = None,
-                         with_halo: bool = True, device: Any = None,
+                         with_halo: bool = True, max_node_count: int = -1,
+                         environment_first: bool = False, device: Any = None,
                          temporary_store: Any = None) -> SpacePartition:
     """The nodes of a space that touch a geometry partition (all of them without one).
 
     Args:
-        space: The function space (or give `space_topology`).
+        space: The function space or its topology (Warp 1.19 passes the topology first), or
+            give `space_topology`.
         geometry_partition: A `GeometryPartition` (None or a geometry: the whole space).
         space_topology: The topology to partition.
         with_halo: Whether to add the nodes of the cells across the partition's sides.
+        max_node_count: Warp's node capacity, which spares its GPU code a device-to-host
+            copy; kernelc counts the nodes exactly and does not need it.
+        environment_first: Environments are not supported (must be False).
         device: Accepted for Warp's sake.
         temporary_store: Accepted for Warp's sake.
     """
+    if environment_first:
+        raise NotImplementedError("environment_first partitions (environments) are not "
+                                  "supported by kernelc")
+    if isinstance(space, SpaceTopology):
+        space, space_topology = None, space
     if space_topology is None:
         if space is None:
             raise ValueError("give a space or a space topology")
@@ -230,14 +240,15 @@ class FunctionSpace:
         return self._basis.node_positions(out)
 
     def make_field(self, space_partition: SpacePartition | None = None) -> Any:
-        """A zero-initialised `DiscreteField` on this space."""
+        """A zero-initialised `DiscreteField` on this space, with a value per node of
+        `space_partition` (every node without one); the field is zero at the nodes a
+        partition leaves out."""
         from kernelc.fem.field import DiscreteField
 
         if space_partition is None:
             space_partition = SpacePartition(self.topology)
-        elif type(space_partition) is not SpacePartition:
-            raise NotImplementedError("discrete fields on partial space partitions are not "
-                                      "supported yet")
+        elif space_partition.space_topology != self.topology:
+            raise ValueError("the space partition must be of this space's topology")
         return DiscreteField(self, space_partition)
 
     def __eq__(self, other: object) -> bool:

@@ -51,6 +51,17 @@ class SpaceTopology:
     def _cell_node_indices(self) -> np.ndarray:
         raise NotImplementedError
 
+    def rebuild(self) -> None:
+        """Numbers the nodes again after the geometry changed (`Nanogrid.rebuild`)."""
+        for klass in type(self).__mro__:
+            for name, value in vars(klass).items():
+                if isinstance(value, cached_property):
+                    self.__dict__.pop(name, None)
+        # and what other modules keep on it: element nodes on devices (field_nodes.py),
+        # restrictions to domains (restriction.py)
+        for cache in ("_device_element_nodes", "_restrictions"):
+            self.__dict__.pop(cache, None)
+
     @cached_property
     def _element_nodes(self) -> np.ndarray:
         nodes = np.ascontiguousarray(self._cell_node_indices(), dtype=np.int32)
