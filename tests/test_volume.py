@@ -324,6 +324,19 @@ def test_grid_sequences_and_blind_data(tmp_path):
     assert volume.feature_array(0, dtype=kc.uint8).shape == (40,)
     with pytest.raises(RuntimeError, match="Invalid feature array"):
         volume.get_feature_array_info(1)
+    # A feature array must lie in its grid, and its name end in a NUL (checked on load).
+    for offset, count, value_size in ((-(1 << 63), 1, 1), (-size - 1, 1, 1),
+                                      (len(blob) - size, 1, 1), (288, 1 << 63, 3)):
+        bad = blob.copy()
+        struct.pack_into("<qQI", bad, size, offset, count, value_size)
+        with pytest.raises(RuntimeError, match="feature array 0 lies outside the grid"):
+            kc.Volume(kc.array(bad, dtype=kc.uint8))
+    struct.pack_into("<qQI", bad, size, -size, 8, 1)  # in the grid, before its metadata
+    np.testing.assert_array_equal(kc.Volume(kc.array(bad, dtype=kc.uint8)).feature_array(
+        0, dtype=kc.uint8).numpy(), blob[:8])
+    bad[size + 32:size + 32 + 256] = ord("A")
+    with pytest.raises(RuntimeError, match="feature array 0 is not NUL-terminated"):
+        kc.Volume(kc.array(bad, dtype=kc.uint8))
 
 
 @kc.kernel
@@ -386,6 +399,17 @@ def test_bad_files_and_buffers():
         kc.Volume(kc.array(broken, dtype=kc.uint8))
     with pytest.raises(RuntimeError, match="too small"):
         kc.Volume(kc.zeros(64, dtype=kc.uint8))
+    unnamed = grid.copy()
+    unnamed[40:40 + 256] = ord("A")  # the grid name, without its NUL
+    with pytest.raises(RuntimeError, match="grid name is not NUL-terminated"):
+        kc.Volume(kc.array(unnamed, dtype=kc.uint8))
+    # One byte more than a multiple of 32: fine for one grid given directly (as in Warp),
+    # not in a file, whose next grid would be misaligned.
+    odd = np.append(grid, np.uint8(0))
+    odd[32:40] = np.frombuffer(struct.pack("<Q", len(odd)), np.uint8)  # the grid size
+    assert kc.Volume(kc.array(odd, dtype=kc.uint8)).get_tile_count() == 1
+    with pytest.raises(RuntimeError, match="not a multiple of 32"):
+        kc.Volume.load_from_nvdb(_grid_file(0, odd.tobytes()))
 
 
 def test_allocation_errors():

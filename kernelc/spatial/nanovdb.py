@@ -286,7 +286,7 @@ def validate(buf: np.ndarray, offset: int = 0) -> GridHeader:
         raise RuntimeError("NanoVDB signature not found on grid")
     if h.version >> 21 != MAJOR_VERSION:
         raise RuntimeError(f"unsupported NanoVDB grid version {h.version >> 21}")
-    if h.grid_size % 32 or not GRID_SIZE + TREE_SIZE <= h.grid_size <= buf.size - offset:
+    if not GRID_SIZE + TREE_SIZE <= h.grid_size <= buf.size - offset:
         raise RuntimeError(f"{bad}: grid size {h.grid_size} does not fit the "
                            f"{buf.size - offset} bytes given")
     if h.grid_type not in GRID_TYPES:
@@ -295,6 +295,7 @@ def validate(buf: np.ndarray, offset: int = 0) -> GridHeader:
                               and h.blind_offset + h.blind_count * BLIND_METADATA_SIZE
                               <= h.grid_size):
         raise RuntimeError(f"{bad}: blind metadata outside the grid")
+    _check_names_and_blind_data(buf, offset, h, bad)
     lay = layout(h.grid_type)
     if lay is None:
         return h  # values kernels cannot read: only the headers are used
@@ -327,6 +328,22 @@ def validate(buf: np.ndarray, offset: int = 0) -> GridHeader:
     return h
 
 
+def _check_names_and_blind_data(buf: np.ndarray, offset: int, h: GridHeader, bad: str) -> None:
+    """The grid's name and every blind array's name end in a NUL within their 256 bytes,
+    and every blind array (feature array) lies in the grid."""
+    if 0 not in buf[offset + GRID_OFF_NAME:offset + GRID_OFF_NAME + NAME_SIZE]:
+        raise RuntimeError(f"{bad}: the grid name is not NUL-terminated")
+    for k in range(h.blind_count):
+        meta = h.blind_offset + k * BLIND_METADATA_SIZE  # from the grid's start
+        data_offset, count, value_size = _u("qQI", buf, offset + meta)
+        start = meta + data_offset
+        if not (0 <= start and start + count * value_size <= h.grid_size):
+            raise RuntimeError(f"{bad}: feature array {k} lies outside the grid")
+        name = buf[offset + meta + 32:offset + meta + 32 + NAME_SIZE]
+        if 0 not in name:
+            raise RuntimeError(f"{bad}: the name of feature array {k} is not NUL-terminated")
+
+
 def _check_children(positions: np.ndarray, begin: int, count: int, size: int, bad: str) -> None:
     rel = positions - begin
     if rel.size and ((rel < 0).any() or (rel >= count * size).any() or (rel % size).any()):
@@ -334,10 +351,14 @@ def _check_children(positions: np.ndarray, begin: int, count: int, size: int, ba
 
 
 def split_grids(buf: np.ndarray) -> list[GridHeader]:
-    """Validates each grid of a buffer holding grids back to back; returns their headers."""
+    """Validates each grid of a buffer holding grids back to back (a file's: their sizes
+    are multiples of 32, so each grid is aligned); returns their headers."""
     headers, offset = [], 0
     while offset < buf.size:
         h = validate(buf, offset)
+        if h.grid_size % 32:
+            raise RuntimeError(f"Invalid NanoVDB grid structure: grid size {h.grid_size} "
+                               f"is not a multiple of 32")
         headers.append(h)
         offset += h.grid_size
     if not headers:

@@ -351,6 +351,9 @@ class Volume:
         rest = self._buffer.size - h.grid_size
         if h.grid_index + 1 >= h.grid_count or rest <= 0:
             return None
+        if h.grid_size % 32:
+            raise RuntimeError(f"Invalid NanoVDB grid structure: grid size {h.grid_size} is "
+                               f"not a multiple of 32, so the next grid is misaligned")
         volume = Volume.load_from_address(self._buffer.ptr + h.grid_size, rest, self.device)
         volume._previous_grid = self  # the buffer is this volume's
         return volume
