@@ -67,9 +67,9 @@ KC_FN To kc_bitcast(From x) {
 
 // ---- thread index ----------------------------------------------------------------------
 
-// Index along `axis` of an `ndim`-dimensional launch, row-major (last axis fastest).
-// Components of the launch's whole shape (unused dims are 1), so a tid() that unpacks fewer
-// indices than the launch has reads the leading ones; a scalar tid() is the leading index.
+// Index along `axis` of the launch, row-major (last axis fastest), from its whole shape
+// (unused dims are 1): a tid() that unpacks fewer indices than the launch has reads the
+// leading ones, and a scalar tid() is the leading index.
 KC_FN kc_int32 kc_tid_axis(const kc_thread& t, int axis) {
     kc_int64 inner = 1;
     for (int k = axis + 1; k < 4; ++k) inner *= t.launch.dims[k];
