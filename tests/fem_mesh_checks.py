@@ -259,3 +259,18 @@ def check_lookup(geo, tolerance: float = 1e-5) -> None:
                     at=fem.RegularQuadrature(domain, order=0),
                     values={"points": wp.array(points, dtype=vec)})
     assert miss.numpy().max() < tolerance
+
+
+def dense_stiffness(space) -> np.ndarray:
+    """The stiffness matrix (grad u . grad v) of `space` as a dense NumPy array."""
+    from tests import fem_harness as H
+    from tests import fem_mesh_programs as M
+
+    matrix = fem.integrate(M.diffusion_form, assembly="generic",
+                           fields={"u": fem.make_trial(space), "v": fem.make_test(space)})
+    n = space.node_count()
+    csr = H.block_csr(matrix)
+    dense = np.zeros((n, n))
+    dense[np.repeat(np.arange(n), np.diff(csr["offsets"])), csr["columns"]] = \
+        csr["values"].reshape(-1)
+    return dense

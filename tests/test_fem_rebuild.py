@@ -13,6 +13,7 @@ import pytest
 import kernelc as kc
 import kernelc.fem as fem
 from tests import fem_harness as H
+from tests import fem_mesh_checks as C
 from tests import fem_mesh_programs as M
 
 
@@ -37,18 +38,7 @@ def particle_mass(s: fem.Sample, v: fem.Field):
 def _stiffness(geo) -> tuple[np.ndarray, np.ndarray]:
     """The Q1 stiffness matrix of `geo` (dense) and the space's node positions."""
     space = fem.make_polynomial_space(geo, degree=1)
-    return _dense_stiffness(space), space.node_positions().numpy()
-
-
-def _dense_stiffness(space) -> np.ndarray:
-    matrix = fem.integrate(M.diffusion_form, assembly="generic",
-                           fields={"u": fem.make_trial(space), "v": fem.make_test(space)})
-    n = space.node_count()
-    csr = H.block_csr(matrix)
-    dense = np.zeros((n, n))
-    dense[np.repeat(np.arange(n), np.diff(csr["offsets"])), csr["columns"]] = \
-        csr["values"].reshape(-1)
-    return dense
+    return C.dense_stiffness(space), space.node_positions().numpy()
 
 
 def test_rebuilt_nanogrid_is_the_nanogrid_of_the_new_points(rng):
@@ -57,7 +47,7 @@ def test_rebuilt_nanogrid_is_the_nanogrid_of_the_new_points(rng):
                                           rebuildable=True, max_active_voxels=2000)
     geo = fem.Nanogrid(volume, rebuildable=True)
     space = fem.make_polynomial_space(geo, degree=1)  # made and used before the rebuild
-    before = _dense_stiffness(space)
+    before = C.dense_stiffness(space)
     space.make_field()
     volume_id = volume.id
     status = kc.zeros(1, dtype=kc.uint32)
@@ -73,7 +63,7 @@ def test_rebuilt_nanogrid_is_the_nanogrid_of_the_new_points(rng):
                                            fresh.boundary_side_count())
     want, want_positions = _stiffness(fresh)
     np.testing.assert_array_equal(space.node_positions().numpy(), want_positions)
-    after = _dense_stiffness(space)
+    after = C.dense_stiffness(space)
     assert after.shape != before.shape
     np.testing.assert_allclose(after, want, atol=1e-5)
     field = space.make_field()
