@@ -117,7 +117,7 @@ _FORMS: dict[str, tuple[_Form, ...]] = {
     "mesh_get_velocity": (_Form(_p("id:id, index:int"), "mesh_lang.get_velocity"),),
     "mesh_get_index": (_Form(_p("id:id, index:int"), "mesh_lang.get_index"),),
     "mesh_get_bvh": (_Form(_p("id:id"), "mesh_lang.get_bvh"),),
-    "mesh_get": (_Form(_p("id:id"), "mesh_lang.get_arrays"),),
+    "mesh_get": (_Form(_p("id:id"), "mesh_arrays_lang.get_arrays"),),
     "bvh_query_aabb": (
         _Form(_p("id:id, low:vec3, high:vec3, root:int=-1"), "bvh_lang.bvh_aabb_query"),),
     "bvh_query_ray": (

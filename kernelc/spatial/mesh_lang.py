@@ -137,32 +137,6 @@ def get_bvh(mesh: kc.uint64) -> kc.uint64:
     return mesh  # the descriptor starts with its BVH's
 
 
-@kc.struct
-class MeshArrays:
-    """What `mesh_get(id)` returns (Warp's in-kernel `Mesh`): views of the mesh's arrays;
-    `velocities` is empty when the mesh has none."""
-
-    points: kc.array(dtype=kc.vec3)
-    velocities: kc.array(dtype=kc.vec3)
-    indices: kc.array(dtype=kc.int32)
-
-
-@kc.func
-def get_arrays(mesh: kc.uint64) -> MeshArrays:
-    out = MeshArrays()
-    num_points = _load_i32(mesh, DESCRIPTOR_NUM_POINTS // 4)
-    out.points = kc.array(ptr=_load_u64(mesh, DESCRIPTOR_POINTS // 8), shape=(num_points,),
-                          dtype=kc.vec3)
-    velocities = _load_u64(mesh, DESCRIPTOR_VELOCITIES // 8)
-    out.velocities = kc.array(ptr=velocities,
-                              shape=(kc.where(velocities == kc.uint64(0), 0, num_points),),
-                              dtype=kc.vec3)
-    out.indices = kc.array(ptr=_load_u64(mesh, DESCRIPTOR_INDICES // 8),
-                           shape=(3 * _load_i32(mesh, DESCRIPTOR_NUM_TRIS // 4),),
-                           dtype=kc.int32)
-    return out
-
-
 # ---- triangle geometry ---------------------------------------------------------------------
 
 
