@@ -120,7 +120,9 @@ def thread_private_params(fn: ir.Function) -> frozenset[int]:
     exactly the thread's index (`a[tid()]`, or `a[i, j]` with `i, j = tid()`) and it is
     never copied, passed to a func or indexed otherwise. No two threads then share an
     element, so atomics on it need no atomic instruction, provided no other argument
-    aliases it (the launcher checks that). Returns the parameters' value ids.
+    aliases it (the launcher checks that) and the launch is no wider than the kernel's
+    tid() (wider launches run a variant that does not ask: `launch_alias.wide_launch`).
+    Returns the parameters' value ids.
     """
     stores: dict[int, list[ir.Value]] = {}
     tid_of: dict[ir.Value, tuple[int, int]] = {}

@@ -48,7 +48,7 @@ class OpCode(enum.Enum):
     GE = "ge"
     SELECT = "select"  # args: (cond, a, b); attr: None or TIES_TO_OTHER
     LOAD_SLOT = "load_slot"  # attr: Slot
-    TID = "tid"  # attr: (axis, ndim); ndim 0 = the linear thread index
+    TID = "tid"  # attr: (axis, ndim); ndim 0 = a scalar tid(), the launch's leading index
     ARRAY_LOAD = "array_load"  # args: (array, *indices)
     ARRAY_SHAPE = "array_shape"  # args: (array,); attr: axis
     # A view of part of an array (`a[i]` of a 2-d array, `a[1:n:2]`): args (array,

@@ -107,7 +107,7 @@ def _onindex_words(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def build_grid(origins: np.ndarray, grid_type: int, background: bytes, values: np.ndarray | None,
                active: np.ndarray, matrix: np.ndarray, translation: np.ndarray,
-               grid_class: int = nv.CLASS_UNKNOWN) -> np.ndarray:
+               grid_class: int | None = None) -> np.ndarray:
     """A NanoVDB grid (uint8 buffer) with a leaf at each of `origins` ((n, 3) int32, unique
     multiples of 8).
 
@@ -119,8 +119,11 @@ def build_grid(origins: np.ndarray, grid_type: int, background: bytes, values: n
         active: (n, 512) bool: each leaf's active voxels.
         matrix: 3x3 index-to-world linear transform (row-major).
         translation: Index-to-world translation (3 floats).
-        grid_class: NanoVDB grid class code.
+        grid_class: NanoVDB grid class code (None: an index grid's for index types, else
+            unknown).
     """
+    if grid_class is None:
+        grid_class = nv.CLASS_INDEX_GRID if grid_type in nv.INDEX_TYPES else nv.CLASS_UNKNOWN
     lay = nv.layout(grid_type)
     origins = np.asarray(origins, np.int32).reshape(-1, 3)
     order = _sort_leaves(origins)

@@ -409,9 +409,8 @@ class Volume:
     def _build(cls, origins: np.ndarray, grid_type: int, background: bytes,
                values: np.ndarray | None, active: np.ndarray, matrix: np.ndarray,
                translation: Any, device: Any) -> Volume:
-        grid_class = nv.CLASS_INDEX_GRID if grid_type in nv.INDEX_TYPES else nv.CLASS_UNKNOWN
         buf = build_grid(origins, grid_type, background, values, active, matrix,
-                         np.asarray(translation, np.float32), grid_class)
+                         np.asarray(translation, np.float32))
         return cls(array(buf, dtype=T.uint8, device=device), copy=False)
 
     @classmethod

@@ -42,10 +42,7 @@ def host_grid(spec: Spec, coords: np.ndarray) -> np.ndarray:
     the voxels (`"tiles"`) at `coords` ((n, 3) int32)."""
     from kernelc.spatial.nanovdb_build import build_grid
 
-    grid_class = nv.CLASS_INDEX_GRID if spec.grid_type in nv.INDEX_TYPES else nv.CLASS_UNKNOWN
-    if len(coords) == 0:
-        return empty_grid(spec.grid_type, spec.background, spec.matrix, spec.translation,
-                          grid_class)
+    # No coordinates give an empty grid (the background everywhere).
     if spec.kind == "voxels":
         origins, leaf_of = np.unique(coords & np.int32(~7), axis=0, return_inverse=True)
         active = np.zeros((len(origins), nv.LEAF_TABLE), bool)
@@ -58,7 +55,7 @@ def host_grid(spec: Spec, coords: np.ndarray) -> np.ndarray:
         values = None if spec.grid_type in nv.INDEX_TYPES else np.tile(
             np.frombuffer(spec.background, np.uint8), (len(origins), nv.LEAF_TABLE))
     return build_grid(origins, spec.grid_type, spec.background, values, active, spec.matrix,
-                      spec.translation, grid_class)
+                      spec.translation)
 
 
 class Capacity(NamedTuple):
@@ -162,16 +159,3 @@ def report(status: Any, flags: int) -> Any:
     if status is not None:
         status.flatten()[:1].assign(np.array([flags], np.uint32))
     return status
-
-
-def empty_grid(grid_type: int, background: bytes, matrix: np.ndarray,
-               translation: np.ndarray, grid_class: int) -> np.ndarray:
-    """A grid of `grid_type` with no nodes: what a rebuildable volume holds after an
-    allocation that did not fit its capacity (kernels read the background everywhere)."""
-    from kernelc.spatial.nanovdb_build import build_grid
-
-    lay = nv.layout(grid_type)
-    values = None if grid_type in nv.INDEX_TYPES else \
-        np.zeros((0, nv.LEAF_TABLE * lay.value_size), np.uint8)
-    return build_grid(np.zeros((0, 3), np.int32), grid_type, background, values,
-                      np.zeros((0, nv.LEAF_TABLE), bool), matrix, translation, grid_class)
