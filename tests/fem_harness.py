@@ -124,6 +124,10 @@ def kernelc_example_source(text: str, modules: Mapping[str, str]) -> str:
     """
     text = text.replace("import warp.examples.fem.utils as fem_example_utils",
                         f"import {modules['utils']} as fem_example_utils")
+    examples = warp_examples_dir()
+    if examples is not None:  # the examples' assets stay where Warp installed them
+        text = text.replace("warp.examples.get_asset_directory()",
+                            repr(str(examples.parent / "assets")))
     for stem, name in modules.items():
         text = text.replace(f"from warp.examples.fem.{stem} import", f"from {name} import")
     return re.sub(r"^(\s*)(import|from) warp\b", r"\1\2 kernelc", text, flags=re.M)

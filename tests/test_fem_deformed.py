@@ -273,7 +273,9 @@ def test_lookup_and_node_positions_on_curved_geometry(mesh):
     points = kc.array(want, dtype=kc.vec2)
     out = kc.full(n, kc.vec2(np.nan), dtype=kc.vec2)
     fem.interpolate(_lookup_roundtrip, at=quadrature, values={"points": points, "out": out})
-    np.testing.assert_allclose(out.numpy(), want, rtol=0, atol=1e-5)
+    # Warp's Newton loop stops once a step would be under 2^-10 in coordinates (Warp's own
+    # test of deformed lookups allows 1e-3)
+    np.testing.assert_allclose(out.numpy(), want, rtol=0, atol=1e-3)
     # nodes of a space on the deformed geometry: the deforming field's nodes (same degree)
     space = fem.make_polynomial_space(geo, degree=2, dtype=kc.vec2)
     base_nodes = fem.make_polynomial_space(geo.base, degree=2).node_positions().numpy()

@@ -116,3 +116,17 @@ def maybe_negative(a: kc.array(dtype=float), out: kc.array(dtype=float)):
 def test_indices_that_cannot_be_negative_are_not_tested():
     assert _selects(never_negative) == 0  # tid, loop counters, sums and products of them
     assert _selects(maybe_negative) == 1
+
+
+@kc.kernel
+def compare_loop_counters(out: kc.array(dtype=int), n: int):
+    for i in range(n):
+        for j in range(n):
+            if j < i:  # compared with a loop counter, not with a constant 0
+                out[0] += 1
+
+
+def test_comparing_with_a_loop_counter_is_not_a_sign_test():
+    out = kc.zeros(1, dtype=int)
+    kc.launch(compare_loop_counters, 1, inputs=[out, 7])
+    assert out.numpy()[0] == 7 * 6 // 2

@@ -2,7 +2,8 @@
 
 Import it as Warp's (`import kernelc.fem as fem`) or reach it as `kc.fem`. A problem is
 written with Warp's names: a geometry (`Grid2D`, `Grid3D`, `Trimesh2D`, `Trimesh3D`,
-`Tetmesh`, `Quadmesh2D`, `Quadmesh3D`, `Hexmesh`, `Nanogrid`), a function space on it
+`Tetmesh`, `Quadmesh2D`, `Quadmesh3D`, `Hexmesh`, `Nanogrid`, `AdaptiveNanogrid`), a
+function space on it
 (`make_polynomial_space`), integration domains (`Cells`, `BoundarySides`), test and trial
 fields (`make_test`, `make_trial`), `@fem.integrand` functions using the operators
 (`fem.grad`, `fem.normal`, ...), and `integrate`, which returns vectors and `kernelc.sparse`
@@ -10,6 +11,11 @@ matrices. See docs/fem.md for what is supported.
 """
 
 from kernelc.fem import cache, linalg, operators, polynomial, utils
+from kernelc.fem.adaptivity import (
+    adaptive_nanogrid_from_field,
+    adaptive_nanogrid_from_hierarchy,
+    enforce_nanogrid_grading,
+)
 from kernelc.fem.cache import (
     Temporary,
     TemporaryStore,
@@ -54,6 +60,7 @@ from kernelc.fem.integrand import Integrand, integrand
 from kernelc.fem.integrate import integrate
 from kernelc.fem.interpolate import interpolate
 from kernelc.fem.nanogrid import Nanogrid
+from kernelc.fem.nanogrid_adaptive import AdaptiveNanogrid
 from kernelc.fem.nodal_quadrature import NodalQuadrature
 from kernelc.fem.operators import (
     D,
@@ -178,5 +185,6 @@ __all__ = [
     "measure_ratio", "normal", "normalize_dirichlet_projector", "operators", "outer",
     "polynomial", "position", "project_linear_system", "project_system_matrix",
     "project_system_rhs", "scalar_type", "Tetmesh", "Trimesh", "Trimesh2D", "Trimesh3D",
-    "Hexmesh", "Nanogrid", "Quadmesh", "Quadmesh2D", "Quadmesh3D", "utils",
+    "Hexmesh", "Nanogrid", "AdaptiveNanogrid", "adaptive_nanogrid_from_field",
+    "adaptive_nanogrid_from_hierarchy", "enforce_nanogrid_grading", "Quadmesh", "Quadmesh2D", "Quadmesh3D", "utils",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import kernelc as kc
-from kernelc.fem.deformed_funcs import deformed_funcs
+from kernelc.fem.deformed_funcs import closest_cell_lookup, deformed_funcs
 from kernelc.fem.deformed_source import deformation_source, field_kind, fill_source_args
 from kernelc.fem.domain import Cells
 from kernelc.fem.element import Element
@@ -67,8 +67,11 @@ class DeformedGeometry(Geometry):
                                           self._relative)
         funcs = _FUNCS[name]
         self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
-        for attr in self.CELL_FUNCS + self.SIDE_FUNCS + ("cell_lookup",):
+        for attr in self.CELL_FUNCS + self.SIDE_FUNCS:
             setattr(self, attr, getattr(funcs, attr))
+        if not hasattr(funcs, "cell_lookup"):  # made from this geometry's own funcs
+            funcs.cell_lookup = closest_cell_lookup(self)
+        self.cell_lookup = funcs.cell_lookup
 
     @property
     def name(self) -> str:

@@ -10,12 +10,14 @@ else (inverse deformation gradients, measures, normals, measure ratios) is deriv
 the deformation gradients; the topology (side cells, side coordinates) is the base's.
 """
 
+from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
 import kernelc as kc
 from kernelc.fem.deformed_source import DeformationSource
-from kernelc.fem.types import coords_type, make_free_sample, vec_type
+from kernelc.fem.lookup import closest_search, lookup_overloads
+from kernelc.fem.types import make_free_sample, vec_type
 
 
 def _struct(name: str, fields: dict[str, Any]) -> type:
@@ -41,8 +43,6 @@ def deformed_funcs(name: str, base: Any, source: DeformationSource,
     funcs.update(_topology_funcs(CellArg, SideArg, base, source))
     funcs.update(_cell_metric_funcs(CellArg, base, funcs["cell_deformation_gradient"]))
     funcs.update(_side_metric_funcs(SideArg, base, funcs))
-    funcs["cell_lookup"] = cell_newton_lookup(CellArg, base, funcs["cell_position"],
-                                              funcs["cell_inverse_deformation_gradient"])
     return SimpleNamespace(**funcs)
 
 
@@ -230,59 +230,18 @@ def _side_metric_funcs(SideArg: type, base: Any, funcs: dict[str, Any]) -> dict[
             "side_outer_inverse_deformation_gradient": side_outer_inverse_deformation_gradient}
 
 
-_NEWTON_STEPS = 8
+def closest_cell_lookup(geo: Any) -> Any:
+    """The `cell_lookup` overloads (`lookup.py`) of the deformed geometry `geo`: the closest
+    point of the closest cell, every cell searched (Warp searches a BVH), each cell's
+    closest point found as Warp's `cell_closest_point` finds it (`element_coords.py`:
+    Newton steps from the centre, then projected gradient steps)."""
+    from kernelc.fem.element_coords import closest_point_func
+
+    scalar, CellArg = geo.scalar_type, geo.CellArg
+    return lookup_overloads(CellArg, scalar, partial(closest_search, scalar, CellArg,
+                                                     _cell_count, closest_point_func(geo, False)))
 
 
-def cell_newton_lookup(CellArg: type, base: Any, cell_position: Any,
-                       inverse_gradient: Any) -> Any:
-    """A func (cell arg, position) -> Sample of the closest point of the closest cell,
-    found in every cell by Newton steps from its centre, clamped into the reference cell
-    after each step (the cells are curved, so no closed form; Warp uses a BVH instead)."""
-    scalar = base.scalar_type
-    Coords = coords_type(scalar)
-    element = base.reference_cell()
-    simplex, barycentric = element.name in ("TRIANGLE", "TETRAHEDRON"), element.name == "TRIANGLE"
-    planar = base.cell_dimension == 2
-    center = Coords(*element.center)
-    zero, one = scalar(0.0), scalar(1.0)
-
-    @kc.func
-    def step(coords: Any, delta: Any):
-        # Reference coordinates move by delta; triangles keep (l0, l1, l2) barycentric.
-        if kc.static(barycentric):
-            return coords + Coords(-delta[0] - delta[1], delta[0], delta[1])
-        elif kc.static(planar):
-            return coords + Coords(delta[0], delta[1], zero)
-        else:
-            return coords + Coords(delta[0], delta[1], delta[2])
-
-    @kc.func
-    def clamp_to_cell(c: Any):
-        p = Coords(kc.max(c[0], zero), kc.max(c[1], zero), kc.max(c[2], zero))
-        if kc.static(not simplex):
-            p = Coords(kc.min(p[0], one), kc.min(p[1], one), kc.min(p[2], one))
-        elif kc.static(barycentric):
-            p = p / (p[0] + p[1] + p[2])
-        elif p[0] + p[1] + p[2] > one:
-            p = p / (p[0] + p[1] + p[2])
-        return p
-
-    @kc.func
-    def cell_lookup(arg: CellArg, pos: Any):
-        best = -1
-        best_coords = Coords(scalar(-1.0e8))
-        best_dist = scalar(3.0e38)
-        for cell in range(arg.cell_count):
-            coords = center
-            for _k in range(_NEWTON_STEPS):
-                s = make_free_sample(cell, coords)
-                delta = inverse_gradient(arg, s) * (pos - cell_position(arg, s))
-                coords = clamp_to_cell(step(coords, delta))
-            dist = kc.length_sq(pos - cell_position(arg, make_free_sample(cell, coords)))
-            if dist < best_dist:
-                best_dist = dist
-                best = cell
-                best_coords = coords
-        return make_free_sample(best, best_coords)
-
-    return cell_lookup
+@kc.func
+def _cell_count(arg: Any):
+    return arg.cell_count

@@ -17,7 +17,8 @@ import numpy as np
 
 import kernelc as kc
 from kernelc.fem.element_coords import closest_point_func
-from kernelc.fem.types import NULL_ELEMENT_INDEX, make_free_sample, vec_type
+from kernelc.fem.lookup import grid_search
+from kernelc.fem.types import NULL_ELEMENT_INDEX, make_free_sample
 
 
 @kc.struct
@@ -175,86 +176,20 @@ def _closest_filtered_lookup(geo: Any) -> Any:
     return closest_partition_cell
 
 
+@kc.func
+def _accept_partition_cell(index: DomainIndexArg, target: int, cell: int):
+    return _in_partition(index, cell)
+
+
 def _grid_filtered_lookup(geo: Any, dim: int) -> Any:
-    """Warp's grid search: the position's (clamped) cell if in the partition, else the
-    closest partition cell among those within half a cell of it, the window growing by
-    3 up to `max_dist`."""
-    scalar, Coords = geo.scalar_type, geo.coords_type
-    vec = vec_type(dim, scalar)
-    zero, half = scalar(0.0), scalar(0.5)
-    three = dim == 3
-
-    @kc.func
-    def cell_of(res: Any, ijk: Any):
-        if kc.static(three):
-            return (ijk[0] * res[1] + ijk[1]) * res[2] + ijk[2]
-        else:
-            return ijk[0] * res[1] + ijk[1]
-
-    @kc.func
-    def unit_coords(c: Any):
-        if kc.static(three):
-            return Coords(c[0], c[1], c[2])
-        else:
-            return Coords(c[0], c[1], zero)
-
-    @kc.func
-    def window(x: Any, reach: Any, top: int):
-        return (kc.max(0, int(kc.floor(x - reach))),
-                kc.min(top, int(kc.floor(x + reach)) + 1))
+    """Warp's grid search (`lookup.grid_search`) among the partition's cells: the position's
+    (clamped) cell if in the partition, else the closest partition cell among those within
+    half a cell of it, the window growing by 3 up to `max_dist`."""
+    search = grid_search(dim, geo.scalar_type, geo.CellArg, _accept_partition_cell)
 
     @kc.func
     def grid_partition_lookup(arg: Any, index: DomainIndexArg, pos: Any, max_dist: float):
-        size = arg.cell_size
-        res = arg.res
-        local = kc.cw_div(pos - arg.origin, size)
-        clamped = vec(zero)
-        cell = kc.vec3i(0)
-        for a in range(dim):
-            clamped[a] = kc.clamp(local[a], zero, scalar(res[a]))
-            cell[a] = int(kc.min(kc.floor(clamped[a]), scalar(res[a] - 1)))
-        first = cell_of(res, cell)
-        if _in_partition(index, first):
-            offsets = vec(zero)
-            for a in range(dim):
-                offsets[a] = clamped[a] - scalar(cell[a])
-            return make_free_sample(first, unit_coords(offsets))
-        offset = half
-        min_size = size[0]
-        for a in range(1, dim):
-            min_size = kc.min(min_size, size[a])
-        max_offset = kc.ceil(scalar(max_dist) / min_size)
-        scales = kc.cw_div(vec(min_size), size)
-        best = int(NULL_ELEMENT_INDEX)
-        best_coords = Coords(zero)
-        while best == NULL_ELEMENT_INDEX:
-            lo = kc.vec3i(0)
-            hi = kc.vec3i(1)
-            for a in range(dim):
-                low, high = window(clamped[a], offset * scales[a], res[a])
-                lo[a] = low
-                hi[a] = high
-            best_dist = min_size * min_size * (offset * offset)
-            for i in range(lo[0], hi[0]):
-                for j in range(lo[1], hi[1]):
-                    for k in range(lo[2], hi[2]):
-                        ijk = kc.vec3i(i, j, k)
-                        candidate = cell_of(res, ijk)
-                        if _in_partition(index, candidate):
-                            corner = vec(zero)
-                            for a in range(dim):
-                                corner[a] = scalar(ijk[a])
-                            rel = kc.cw_mul(local - corner, size)
-                            inside = kc.min(kc.max(rel, vec(zero)), size)
-                            dist = kc.length_sq(rel - inside)
-                            if dist <= best_dist:
-                                best_dist = dist
-                                best = candidate
-                                best_coords = unit_coords(kc.cw_div(inside, size))
-            if offset >= max_offset:
-                break
-            offset = kc.min(scalar(3.0) * offset, max_offset)
-        return make_free_sample(best, best_coords)
+        return search(arg, pos, max_dist, index, 0)
 
     return grid_partition_lookup
 

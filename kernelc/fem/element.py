@@ -37,6 +37,34 @@ class Element(IntEnum):
                 4: (1.0 / 3.0,) * 3, 5: (0.25,) * 3}[int(self)]
 
 
+class ElementPrototype:
+    """Warp's `Element.X.prototype`: the reference element's properties as methods."""
+
+    def __init__(self, element: Element) -> None:
+        self._element = element
+
+    def measure(self) -> float:
+        return self._element.measure
+
+    def center(self) -> tuple[float, float, float]:
+        return self._element.center
+
+    @property
+    def dimension(self) -> int:
+        return self._element.dimension
+
+    def __repr__(self) -> str:
+        return f"ElementPrototype({self._element.name})"
+
+
+def _prototype(self: Element) -> ElementPrototype:
+    return ElementPrototype(self)
+
+
+Element.prototype = property(_prototype, doc="The reference element as Warp's prototype "
+                             "object (`measure()`, `center()`, `dimension`).")
+
+
 def points_per_axis(order: int, family: Polynomial) -> int:
     """Fewest points of a 1-D rule of `family` that integrates polynomials of `order` exactly."""
     if family == Polynomial.GAUSS_LEGENDRE:

@@ -26,7 +26,7 @@ from kernelc.fem.integrate_kernels import _named, node_coords_func
 from kernelc.fem.interpolate_points import ArrayDest, interpolate_at_points
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
 from kernelc.fem.restriction import SpaceRestriction
-from kernelc.fem.types import OUTSIDE, ElementKind, Field, Sample, coords_type, sample_builder
+from kernelc.fem.types import OUTSIDE, Field, Sample, coords_type, sample_builder
 
 _REDUCTIONS = ("weighted_average", "mean", "sum", "max", "min", "first")
 
@@ -107,9 +107,6 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
                          "nodes")
     if dest.space.topology is not restriction.space_topology:
         raise ValueError("Incompatible field and space restriction topologies")
-    if restriction.domain.element_kind != ElementKind.CELL and not hasattr(
-            dest.space, "node_dof_func"):
-        raise NotImplementedError("interpolate() at the nodes of sides is not supported yet")
     return _at_nodes(integrand, roles, dest, restriction, fields, values, reduction, device)
 
 
@@ -236,7 +233,8 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
     call = spec.call
     measure = domain.element_measure
     weight = shape.weight
-    node_coords = node_coords_func(domain, shape.NODES_PER_ELEMENT)
+    nodes_per_cell = shape.NODES_PER_ELEMENT
+    node_coords = node_coords_func(domain, nodes_per_cell)
     Dest = dest_type
     Dofs = dest_type if to_dof is None else dof_type  # what the field stores per node
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
@@ -254,7 +252,6 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
         node = nodes[r]
         total = Dest(0.0)
         weight_sum = scalar(0.0)
-        first_coords = Coords()
         first_local = -1
         for e in range(offsets[r], offsets[r + 1]):
             element = entry_element[e]
@@ -262,7 +259,6 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
             coords = node_coords(elt_arg, element, local, cell_node_coords)
             if coords[0] != scalar(OUTSIDE):
                 if first_local < 0:
-                    first_coords = coords
                     first_local = local
                 s = make_sample(element, coords, node, scalar(1.0), kc.vec2i(-1, -1),
                                 kc.vec2i(-1, -1))
@@ -273,7 +269,10 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
         if weight_sum > scalar(0.0):
             dual = scalar(1.0)
             if kc.static(not unit_dual):
-                dual = scalar(1.0) / weight(first_coords, first_local)
+                # the node's weight in its cell (on a side, entries past the inner cell's
+                # nodes are the outer cell's)
+                local_in_cell = first_local % nodes_per_cell
+                dual = scalar(1.0) / weight(cell_node_coords[local_in_cell], local_in_cell)
             if kc.static(to_dof is None):
                 dest[node] = total / weight_sum * dual
             else:  # the dofs of the value, through the space's dof mapper

@@ -1,12 +1,33 @@
 """`warp.fem.linalg`: `array_axpy` on arrays, and the kernel funcs `inverse_qr` and
-`symmetric_eigen` (from `linalg_funcs.py`)."""
+`symmetric_eigen` (from `linalg_funcs.py`), `generalized_inner`, `generalized_outer`,
+`symmetric_part`, `skew_part` and `spherical_part` (from `linalg_products.py`),
+`householder_qr_decomposition`, `householder_make_hessenberg`, `solve_triangular`,
+`symmetric_eigenvalues_qr` and `tridiagonal_symmetric_eigenvalues_qr` (from
+`linalg_qr.py`)."""
 
 from typing import Any
 
 import kernelc as kc
 from kernelc.fem.linalg_funcs import inverse_qr, symmetric_eigen
+from kernelc.fem.linalg_products import (
+    generalized_inner,
+    generalized_outer,
+    skew_part,
+    spherical_part,
+    symmetric_part,
+)
+from kernelc.fem.linalg_qr import (
+    householder_make_hessenberg,
+    householder_qr_decomposition,
+    solve_triangular,
+    symmetric_eigenvalues_qr,
+    tridiagonal_symmetric_eigenvalues_qr,
+)
 
-__all__ = ["array_axpy", "inverse_qr", "symmetric_eigen"]
+__all__ = ["array_axpy", "generalized_inner", "generalized_outer", "householder_make_hessenberg",
+           "householder_qr_decomposition", "inverse_qr", "skew_part", "solve_triangular",
+           "spherical_part", "symmetric_eigen", "symmetric_eigenvalues_qr", "symmetric_part",
+           "tridiagonal_symmetric_eigenvalues_qr"]
 
 
 @kc.kernel(enable_backward=False)

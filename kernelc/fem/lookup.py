@@ -1,52 +1,229 @@
 """Cell lookups: the sample of the cell containing a world position (Warp's
-`Geometry.cell_lookup`, behind `fem.lookup(domain, x)`).
+`Geometry.cell_lookup`, behind `fem.lookup`).
 
-On grids, positions outside the grid are clamped to it, so the closest cell's closest point
-is returned; a point on a cell boundary belongs to the upper cell, except on the grid's
-upper boundary. On quadrilateral and hexahedral meshes every cell is searched for its
-point closest to the position (Newton steps on the cell's coordinates, then projected
-gradient steps, as Warp's `cell_closest_point`); the first closest cell wins.
+Each geometry's `cell_lookup` is a set of overloads (`lookup_overloads`), chosen by the
+call form (`lookup_call.py` tells them apart):
+
+    cell_lookup(arg, pos)                       max_dist 0
+    cell_lookup(arg, pos, max_dist)             max_dist a float32
+    cell_lookup(arg, pos, guess)                max_dist from the guess sample (nanogrids)
+    cell_lookup(arg, pos, max_dist, filter_array, filter_target)
+
+all made from one search `(arg, pos, max_dist, filter data, filter target) -> Sample` per
+geometry and cell filter (`accept(data, target, cell)`: every cell, or the cells c with
+filter_array[c] == filter_target). What max_dist and the filter do depends on the geometry,
+as in Warp:
+
+- Grids: positions outside the grid are clamped to it; a point on a cell boundary belongs to
+  the upper cell, except on the grid's upper boundary. Without a filter that cell is the
+  answer (max_dist plays no part). With one, a rejected cell makes the search go through
+  the cells within half a cell of the clamped position, then a window 3 times wider, up to
+  ceil(max_dist / smallest cell size) cells, keeping the closest accepted cell (the last
+  met of equally close ones); no cell (NULL_ELEMENT_INDEX) if none is found.
+- Nanogrids (`voxel_cell_lookup`): the voxel holding the point if it is active (and
+  accepted); else the same windowed search around the point in index space, filter or not,
+  so max_dist widens unfiltered lookups too. A guess sample gives max_dist = the distance
+  from the guess's position to the point.
+- Meshes and deformed geometries (`closest_search`): the closest accepted cell, every cell
+  searched (Warp searches its BVH; kernelc meshes keep none), the first of equally close
+  cells; max_dist plays no part. On quadrilateral and hexahedral meshes a cell's closest
+  point is found by Newton steps on the cell's coordinates, then projected gradient steps,
+  as Warp's `cell_closest_point`.
 """
 
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import kernelc as kc
-from kernelc.fem.types import coords_type, make_free_sample
+from kernelc.fem.types import (
+    NULL_ELEMENT_INDEX,
+    OUTSIDE,
+    coords_type,
+    make_free_sample,
+    sample_type,
+    vec_type,
+)
+
+# ---- cell filters: (filter data, filter target, cell) -> whether the cell may be returned --
+
+
+@kc.func
+def accept_every_cell(data: Any, target: Any, cell: int):
+    return True
+
+
+@kc.func
+def accept_filtered_cell(data: Any, target: Any, cell: int):
+    return data[cell] == target
+
+
+@kc.func
+def _no_reach(arg: Any, pos: Any, guess: Any):
+    return kc.float32(0.0)
+
+
+def lookup_overloads(CellArg: Any, scalar: Any, search: Any, guess_reach: Any = None) -> Any:
+    """The `cell_lookup` overloads of a geometry (module docstring) from `search(accept)`, a
+    factory of (arg, pos, max_dist, filter data, filter target) -> Sample funcs;
+    `guess_reach(arg, pos, guess)` gives the max_dist of a guess (none: 0)."""
+    plain, filtered = search(accept_every_cell), search(accept_filtered_cell)
+    reach = _no_reach if guess_reach is None else guess_reach
+    SampleType = sample_type(scalar)
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any):
+        return plain(arg, pos, 0.0, 0, 0)
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any, max_dist: float):  # noqa: F811
+        return plain(arg, pos, max_dist, 0, 0)
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any, guess: SampleType):  # noqa: F811
+        return plain(arg, pos, reach(arg, pos, guess), 0, 0)
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any, max_dist: float,  # noqa: F811
+                    filter_array: kc.array(dtype=Any), filter_target: Any):
+        return filtered(arg, pos, max_dist, filter_array, filter_target)
+
+    return cell_lookup
+
+
+# ---- grids -----------------------------------------------------------------------------------
 
 
 @cache
 def grid_cell_lookup(dimension: int, scalar: Any, CellArg: Any) -> Any:
-    """(cell arg, position) -> Sample, for grids of `dimension` 2 or 3."""
+    """The `cell_lookup` overloads of grids of `dimension` 2 or 3."""
+    return lookup_overloads(CellArg, scalar, partial(grid_search, dimension, scalar, CellArg))
+
+
+@cache
+def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any) -> Any:
+    """(arg, pos, max_dist, data, target) -> Sample on grids (module docstring); `arg` has
+    the grid's `origin`, `cell_size` and `res`."""
+    Coords = coords_type(scalar)
+    vec = vec_type(dimension, scalar)
+    zero, half = scalar(0.0), scalar(0.5)
+    three = dimension == 3
+
+    @kc.func
+    def cell_of(res: Any, ijk: Any):
+        if kc.static(three):
+            return (ijk[0] * res[1] + ijk[1]) * res[2] + ijk[2]
+        else:
+            return ijk[0] * res[1] + ijk[1]
+
+    @kc.func
+    def unit_coords(c: Any):
+        if kc.static(three):
+            return Coords(c[0], c[1], c[2])
+        else:
+            return Coords(c[0], c[1], zero)
+
+    @kc.func
+    def window(x: Any, reach: Any, top: int):
+        return (kc.max(0, int(kc.floor(x - reach))),
+                kc.min(top, int(kc.floor(x + reach)) + 1))
+
+    @kc.func
+    def closest_in_window(arg: CellArg, local: Any, clamped: Any, offset: Any, scales: Any,
+                          min_size: Any, data: Any, target: Any):
+        # the closest accepted cell within min_size * offset of the point, or none
+        size = arg.cell_size
+        lo = kc.vec3i(0)
+        hi = kc.vec3i(1)
+        for a in range(dimension):
+            low, high = window(clamped[a], offset * scales[a], arg.res[a])
+            lo[a] = low
+            hi[a] = high
+        best = int(NULL_ELEMENT_INDEX)
+        best_coords = Coords(zero)
+        best_dist = min_size * min_size * (offset * offset)
+        for i in range(lo[0], hi[0]):
+            for j in range(lo[1], hi[1]):
+                for k in range(lo[2], hi[2]):
+                    ijk = kc.vec3i(i, j, k)
+                    candidate = cell_of(arg.res, ijk)
+                    if accept(data, target, candidate):
+                        corner = vec(zero)
+                        for a in range(dimension):
+                            corner[a] = scalar(ijk[a])
+                        rel = kc.cw_mul(local - corner, size)
+                        inside = kc.min(kc.max(rel, vec(zero)), size)
+                        dist = kc.length_sq(rel - inside)
+                        if dist <= best_dist:
+                            best_dist = dist
+                            best = candidate
+                            best_coords = unit_coords(kc.cw_div(inside, size))
+        return best, best_coords
+
+    @kc.func
+    def grid_lookup(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any):
+        size = arg.cell_size
+        local = kc.cw_div(pos - arg.origin, size)
+        clamped = vec(zero)
+        cell = kc.vec3i(0)
+        offsets = vec(zero)
+        for a in range(dimension):
+            clamped[a] = kc.clamp(local[a], zero, scalar(arg.res[a]))
+            cell[a] = int(kc.min(kc.floor(clamped[a]), scalar(arg.res[a] - 1)))
+            offsets[a] = clamped[a] - scalar(cell[a])
+        first = cell_of(arg.res, cell)
+        if accept(data, target, first):
+            return make_free_sample(first, unit_coords(offsets))
+        min_size = size[0]
+        for a in range(1, dimension):
+            min_size = kc.min(min_size, size[a])
+        max_offset = kc.ceil(scalar(max_dist) / min_size)
+        scales = kc.cw_div(vec(min_size), size)
+        offset = half
+        best = int(NULL_ELEMENT_INDEX)
+        best_coords = Coords(zero)
+        while best == NULL_ELEMENT_INDEX:
+            best, best_coords = closest_in_window(arg, local, clamped, offset, scales, min_size,
+                                                  data, target)
+            if offset >= max_offset:
+                break
+            offset = kc.min(scalar(3.0) * offset, max_offset)
+        return make_free_sample(best, best_coords)
+
+    return grid_lookup
+
+
+# ---- meshes and deformed geometries: every cell searched ------------------------------------
+
+
+@cache
+def closest_search(scalar: Any, CellArg: Any, cell_count: Any, closest: Any, accept: Any) -> Any:
+    """(arg, pos, max_dist, data, target) -> Sample of the closest accepted cell (the first
+    of equally close ones), from `cell_count(arg)` and `closest(arg, cell, pos)` ->
+    (coords, squared distance); no cell (NULL_ELEMENT_INDEX, OUTSIDE coordinates) if none
+    is accepted."""
     Coords = coords_type(scalar)
 
     @kc.func
-    def locate(arg: CellArg, pos: Any, axis: int):
-        # (cell along the axis, coordinate in the cell), both as reals
-        x = (pos[axis] - arg.origin[axis]) / arg.cell_size[axis]
-        x = kc.clamp(x, scalar(0.0), scalar(arg.res[axis]))
-        cell = kc.min(kc.floor(x), scalar(arg.res[axis] - 1))
-        return cell, x - cell
+    def closest_lookup(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any):
+        best = int(NULL_ELEMENT_INDEX)
+        best_coords = Coords(scalar(OUTSIDE))
+        best_dist = scalar(3.0e38)
+        for cell in range(cell_count(arg)):
+            if accept(data, target, cell):
+                coords, dist = closest(arg, cell, pos)
+                if dist < best_dist:
+                    best_dist = dist
+                    best = cell
+                    best_coords = coords
+        return make_free_sample(best, best_coords)
 
-    if dimension == 2:
-        @kc.func
-        def cell_lookup_2d(arg: CellArg, pos: Any):
-            cx, u = locate(arg, pos, 0)
-            cy, v = locate(arg, pos, 1)
-            cell = int(cx) * arg.res[1] + int(cy)
-            return make_free_sample(cell, Coords(u, v, scalar(0.0)))
+    return closest_lookup
 
-        return cell_lookup_2d
 
-    @kc.func
-    def cell_lookup_3d(arg: CellArg, pos: Any):
-        cx, u = locate(arg, pos, 0)
-        cy, v = locate(arg, pos, 1)
-        cz, w = locate(arg, pos, 2)
-        cell = (int(cx) * arg.res[1] + int(cy)) * arg.res[2] + int(cz)
-        return make_free_sample(cell, Coords(u, v, w))
-
-    return cell_lookup_3d
+@kc.func
+def vertex_cell_count(arg: Any):
+    """The cell count of a mesh cell argument (rows of `cell_vertices`)."""
+    return arg.cell_vertices.shape[0]
 
 
 # Warp's iteration counts and tolerances (on squared coordinate steps) for finding a
@@ -57,9 +234,9 @@ _LOOKUP_EPS = {4: 2.0 ** -20, 8: 2.0 ** -44}
 
 def tensor_cell_lookup(CellArg: Any, cell_position: Any, deformation_gradient: Any,
                        inverse_gradient: Any, cell_dimension: int, scalar: Any) -> Any:
-    """(cell arg, position) -> Sample of the cell closest to the position, for meshes of
-    quadrilaterals (`cell_dimension` 2) or hexahedra (3) whose cell arguments have
-    `cell_vertices`; the funcs are the mesh's cell funcs."""
+    """The `cell_lookup` overloads of meshes of quadrilaterals (`cell_dimension` 2) or
+    hexahedra (3) whose cell arguments have `cell_vertices`; the funcs are the mesh's cell
+    funcs."""
     Coords = coords_type(scalar)
     size = 8 if scalar == kc.float64 else 4
     iterations, eps = _LOOKUP_ITERATIONS[size], scalar(_LOOKUP_EPS[size])
@@ -107,17 +284,87 @@ def tensor_cell_lookup(CellArg: Any, cell_position: Any, deformation_gradient: A
                 break
         return current, kc.length_sq(pos - x)
 
+    return lookup_overloads(CellArg, scalar, partial(closest_search, scalar, CellArg,
+                                                     vertex_cell_count, closest_point))
+
+
+# ---- nanogrids ------------------------------------------------------------------------------
+
+
+def voxel_cell_lookup(CellArg: Any, scalar: Any, lookup_cell: Any, coordinates_local: Any,
+                      closest_point_local: Any, cell_position: Any) -> Any:
+    """The `cell_lookup` overloads of (adaptive) nanogrids: `lookup_cell(arg, i, j, k)` is
+    the cell holding fine voxel (i, j, k) or -1, `coordinates_local(arg, cell, uvw)` and
+    `closest_point_local(arg, cell, uvw)` -> (squared world distance, coords) take the
+    index-space point uvw (voxel corners at integers); `arg` has `cell_grid` and
+    `cell_ijk`."""
+
     @kc.func
-    def cell_lookup(arg: CellArg, pos: Any):
-        best = -1
-        best_coords = Coords(scalar(-1.0e8))
-        best_dist = scalar(3.0e38)
-        for cell in range(arg.cell_vertices.shape[0]):
-            coords, dist = closest_point(arg, cell, pos)
-            if dist < best_dist:
-                best_dist = dist
-                best = cell
-                best_coords = coords
+    def guess_reach(arg: CellArg, pos: Any, guess: Any):
+        # a guess that is no cell (a side's sample, say) widens nothing
+        if guess.element_index < 0 or guess.element_index >= arg.cell_ijk.shape[0]:
+            return kc.float32(0.0)
+        return kc.float32(kc.length(cell_position(arg, guess) - pos))
+
+    search = partial(voxel_search, CellArg, scalar, lookup_cell, coordinates_local,
+                     closest_point_local)
+    return lookup_overloads(CellArg, scalar, search, guess_reach)
+
+
+@cache
+def voxel_search(CellArg: Any, scalar: Any, lookup_cell: Any, coordinates_local: Any,
+                 closest_point_local: Any, accept: Any) -> Any:
+    """(arg, pos, max_dist, data, target) -> Sample on nanogrids (module docstring)."""
+    vec3 = vec_type(3, scalar)
+    Coords = coords_type(scalar)
+    zero, one = scalar(0.0), scalar(1.0)
+
+    @kc.func
+    def closest_in_window(arg: CellArg, uvw: Any, offset: Any, scales: Any, min_size: Any,
+                          data: Any, target: Any):
+        # the closest accepted cell within min_size * offset of the point, or none
+        lo = uvw - offset * scales
+        hi = uvw + offset * scales
+        best = int(NULL_ELEMENT_INDEX)
+        best_coords = Coords()
+        best_dist = min_size * min_size * (offset * offset)
+        for i in range(int(kc.floor(lo[0])), int(kc.floor(hi[0])) + 1):
+            for j in range(int(kc.floor(lo[1])), int(kc.floor(hi[1])) + 1):
+                for k in range(int(kc.floor(lo[2])), int(kc.floor(hi[2])) + 1):
+                    c = lookup_cell(arg, i, j, k)
+                    if c != -1:
+                        if accept(data, target, c):
+                            dist, coords = closest_point_local(arg, c, uvw)
+                            if dist <= best_dist:
+                                best_dist = dist
+                                best_coords = coords
+                                best = c
+        return best, best_coords
+
+    @kc.func
+    def voxel_lookup(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any):
+        grid = arg.cell_grid
+        uvw = kc.volume_world_to_index(grid, pos) + vec3(scalar(0.5))
+        cell = lookup_cell(arg, int(kc.floor(uvw[0])), int(kc.floor(uvw[1])),
+                           int(kc.floor(uvw[2])))
+        if cell != -1:
+            if accept(data, target, cell):
+                return make_free_sample(cell, coordinates_local(arg, cell, uvw))
+        size = vec3(kc.length(kc.volume_index_to_world_dir(grid, vec3(one, zero, zero))),
+                    kc.length(kc.volume_index_to_world_dir(grid, vec3(zero, one, zero))),
+                    kc.length(kc.volume_index_to_world_dir(grid, vec3(zero, zero, one))))
+        min_size = kc.min(size)
+        max_offset = kc.ceil(scalar(max_dist) / min_size)
+        scales = kc.cw_div(vec3(min_size), size)
+        offset = scalar(0.5)
+        best = int(NULL_ELEMENT_INDEX)
+        best_coords = Coords()
+        while best == NULL_ELEMENT_INDEX:
+            best, best_coords = closest_in_window(arg, uvw, offset, scales, min_size, data,
+                                                  target)
+            if offset >= max_offset:
+                break
+            offset = kc.min(scalar(3.0) * offset, max_offset)
         return make_free_sample(best, best_coords)
 
-    return cell_lookup
+    return voxel_lookup

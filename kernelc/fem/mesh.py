@@ -301,16 +301,17 @@ def side_cell_funcs(SideArg: type, Coords: type, inverse_gradient: Any, side_mea
 
 
 def closest_cell_lookup(CellArg: type, triangle: bool, scalar: Any) -> Any:
-    """A func (cell arg, position) -> Sample of the cell closest to the position (a point
-    inside a cell has distance 0), found by going through every cell: meshes keep no
-    spatial index (Warp needs `build_bvh=True` for this; here it always works). Each cell's
-    closest point is Warp's (`closest_point.py`), so points on vertices and edges get Warp's
-    exact coordinates; of cells at the same distance, the first wins (Warp's is the last its
-    BVH visits)."""
-    from kernelc.fem.closest_point import closest_point_funcs
-    from kernelc.fem.types import OUTSIDE, coords_type, make_free_sample
+    """The `cell_lookup` overloads (`lookup.py`) of triangle or tetrahedron meshes: the cell
+    closest to the position (a point inside a cell has distance 0), found by going through
+    every cell: meshes keep no spatial index (Warp needs `build_bvh=True` for this; here it
+    always works). Each cell's closest point is Warp's (`closest_point.py`), so points on
+    vertices and edges get Warp's exact coordinates; of cells at the same distance, the
+    first wins (Warp's is the last its BVH visits)."""
+    from functools import partial
 
-    Coords = coords_type(scalar)
+    from kernelc.fem.closest_point import closest_point_funcs
+    from kernelc.fem.lookup import closest_search, lookup_overloads, vertex_cell_count
+
     funcs = closest_point_funcs(scalar)
     on_tri, on_tet = funcs.on_triangle, funcs.on_tetrahedron
 
@@ -319,7 +320,8 @@ def closest_cell_lookup(CellArg: type, triangle: bool, scalar: Any) -> Any:
         p0 = arg.positions[arg.cell_vertices[cell, 0]]
         e1 = arg.positions[arg.cell_vertices[cell, 1]] - p0
         e2 = arg.positions[arg.cell_vertices[cell, 2]] - p0
-        return on_tri(pos - p0, e1, e2)
+        dist, coords = on_tri(pos - p0, e1, e2)
+        return coords, dist
 
     @kc.func
     def closest_on_tetrahedron(arg: CellArg, cell: int, pos: Any):
@@ -327,21 +329,9 @@ def closest_cell_lookup(CellArg: type, triangle: bool, scalar: Any) -> Any:
         e1 = arg.positions[arg.cell_vertices[cell, 1]] - p0
         e2 = arg.positions[arg.cell_vertices[cell, 2]] - p0
         e3 = arg.positions[arg.cell_vertices[cell, 3]] - p0
-        return on_tet(pos - p0, e1, e2, e3)
+        dist, coords = on_tet(pos - p0, e1, e2, e3)
+        return coords, dist
 
     closest_point = closest_on_triangle if triangle else closest_on_tetrahedron
-
-    @kc.func
-    def cell_lookup(arg: CellArg, pos: Any):
-        best = -1
-        best_coords = Coords(scalar(OUTSIDE))
-        best_dist = scalar(3.0e38)
-        for cell in range(arg.cell_vertices.shape[0]):
-            dist, coords = closest_point(arg, cell, pos)
-            if dist < best_dist:
-                best_dist = dist
-                best = cell
-                best_coords = coords
-        return make_free_sample(best, best_coords)
-
-    return cell_lookup
+    return lookup_overloads(CellArg, scalar, partial(closest_search, scalar, CellArg,
+                                                     vertex_cell_count, closest_point))

@@ -12,6 +12,8 @@ with a cell on one side only, in face order.
 Space topologies read these grids on the host: `NanogridTopology` numbers vertex nodes,
 then edge nodes, then face nodes, then interior nodes, each block in its grid's order
 (a node shared by neighbouring cells has one frame, the grid's axes, so no reorientation).
+`NanogridBase` holds what `Nanogrid` shares with `AdaptiveNanogrid` (nanogrid_adaptive.py):
+the transform, the index grids, and the voxels each cell's nodes sit at.
 """
 
 from functools import cached_property
@@ -31,7 +33,128 @@ from kernelc.fem.types import mat_type, vec_type
 AXIS_FLAG = 1 << 20
 
 
-class Nanogrid(Geometry):
+class NanogridBase(Geometry):
+    """What regular and adaptive sparse grids share: a cell grid and its transform, index
+    grids built from voxels, and host lookups. Subclasses set `_cell_grid`, `_device`,
+    `_node_grid` (the vertices) and `_faces`, and say where each cell's nodes sit
+    (`cell_vertex_voxels`, `cell_edge_voxels`, `cell_face_voxels`)."""
+
+    dimension = 3
+    _cell_grid: kc.Volume
+    _device: Any
+    _node_grid: kc.Volume
+    _faces: tuple[kc.Volume, np.ndarray, np.ndarray, np.ndarray]
+    _cell_ijk_host: np.ndarray
+
+    def _index_grid(self, voxels: np.ndarray) -> kc.Volume:
+        """An index grid with these voxels, of the cell grid's voxel size (as Warp builds
+        its vertex, face and edge grids)."""
+        points = kc.array(np.ascontiguousarray(voxels, dtype=np.int32), dtype=kc.vec3i,
+                          device=self._device)
+        return kc.Volume.allocate_by_voxels(points, voxel_size=self._cell_grid.get_voxel_size(),
+                                            device=self._device)
+
+    def _init_transform(self) -> None:
+        # Warp's rule: a (near-)diagonal transform is inverted entry by entry.
+        t = np.array(self.transform, dtype=np.float64).reshape(3, 3)
+        diag = np.diag(t)
+        mat33, vec3 = mat_type(3, 3, self._scalar_type), vec_type(3, self._scalar_type)
+        if np.max(np.abs(t - np.diag(diag))) < 1.0e-6 * np.max(diag):
+            inverse = np.diag(1.0 / diag)
+            volume = diag[0] * diag[1] * diag[2]
+            areas = (diag[1] * diag[2], diag[2] * diag[0], diag[0] * diag[1])
+        else:
+            inverse = np.linalg.inv(t)
+            volume = abs(np.linalg.det(t))
+            areas = tuple(np.linalg.norm(np.cross(t[:, k - 2], t[:, k - 1])) for k in range(3))
+        self._inverse_transform = mat33(*[float(x) for x in inverse.reshape(-1)])
+        self._cell_volume = float(volume)
+        self._face_areas = vec3(*[float(a) for a in areas])
+
+    # ---- Warp's properties -------------------------------------------------------------
+
+    @property
+    def transform(self) -> Any:
+        """The 3x3 index-to-world matrix of the cell grid."""
+        return self._cell_grid.get_grid_info().transform_matrix
+
+    @property
+    def cell_grid(self) -> kc.Volume:
+        """The volume whose voxels are the cells."""
+        return self._cell_grid
+
+    @property
+    def vertex_grid(self) -> kc.Volume:
+        """The index grid of the cells' corners (its voxel order numbers the vertices)."""
+        return self._node_grid
+
+    @property
+    def face_grid(self) -> kc.Volume:
+        """The index grid of the cells' faces, axis-flagged (it numbers the sides)."""
+        return self._faces[0]
+
+    # ---- sizes -------------------------------------------------------------------------
+
+    def cell_count(self) -> int:
+        return len(self._cell_ijk_host)
+
+    def vertex_count(self) -> int:
+        return self._node_grid.get_voxel_count()
+
+    def side_count(self) -> int:
+        return len(self._faces[1])
+
+    def boundary_side_count(self) -> int:
+        return len(self.boundary_side_indices())
+
+    def reference_cell(self) -> Element:
+        return Element.CUBE
+
+    def reference_side(self) -> Element:
+        return Element.SQUARE
+
+    def lookup_cells(self, ijk: np.ndarray) -> np.ndarray:
+        """Cell index of each voxel (n, 3) of the cell grid, -1 where there is none."""
+        return lookup_voxels(self._cell_grid, ijk)
+
+    # ---- host topology -----------------------------------------------------------------
+
+    def boundary_side_indices(self) -> np.ndarray:
+        flags = self._faces[2]
+        boundary = (flags >> INNER_MISSING_BIT) | (flags >> OUTER_MISSING_BIT)
+        return np.flatnonzero(boundary & 1).astype(np.int32)
+
+    def side_cells(self, sides: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cells = self._faces[3][np.asarray(sides, dtype=np.int64)]
+        return cells[:, 0], cells[:, 1]
+
+
+    # ---- where each cell's nodes sit (read by NanogridTopology) --------------------------
+
+    def cell_vertex_voxels(self, corner: int) -> np.ndarray:
+        """The vertex-grid voxel of corner `corner` (a cube's vertex numbering) of each
+        cell."""
+        return self._cell_ijk_host + _CUBE_CORNERS[corner]
+
+    def cell_edge_voxels(self, edge: int) -> np.ndarray:
+        """The edge-grid voxel of local edge `edge` of each cell (see `cell_edges`)."""
+        return flag_axis(cell_edges(self._cell_ijk_host, edge), edge // 4)
+
+    def cell_face_voxels(self, face: int) -> np.ndarray:
+        """The face-grid voxel of local face `face` (2 axis + high end) of each cell."""
+        axis, high = divmod(face, 2)
+        return flag_axis(self._cell_ijk_host + np.eye(3, dtype=np.int32)[axis] * high, axis)
+
+    def topology_edge_grid(self) -> kc.Volume:
+        """The index grid numbering edge nodes."""
+        return self.edge_grid
+
+    def topology_face_grid(self) -> kc.Volume:
+        """The index grid numbering face nodes."""
+        return self.face_grid
+
+
+class Nanogrid(NanogridBase):
     """A sparse grid of hexahedral cells, one per active voxel of a volume.
 
     Args:
@@ -110,83 +233,16 @@ class Nanogrid(Geometry):
             raise RuntimeError("Nanogrid was not constructed in rebuildable mode")
         self._set_cells()
 
-    def _index_grid(self, voxels: np.ndarray) -> kc.Volume:
-        """An index grid with these voxels, of the cell grid's voxel size (as Warp builds
-        its vertex, face and edge grids)."""
-        points = kc.array(np.ascontiguousarray(voxels, dtype=np.int32), dtype=kc.vec3i,
-                          device=self._device)
-        return kc.Volume.allocate_by_voxels(points, voxel_size=self._cell_grid.get_voxel_size(),
-                                            device=self._device)
-
-    def _init_transform(self) -> None:
-        # Warp's rule: a (near-)diagonal transform is inverted entry by entry.
-        t = np.array(self.transform, dtype=np.float64).reshape(3, 3)
-        diag = np.diag(t)
-        mat33, vec3 = mat_type(3, 3, self._scalar_type), vec_type(3, self._scalar_type)
-        if np.max(np.abs(t - np.diag(diag))) < 1.0e-6 * np.max(diag):
-            inverse = np.diag(1.0 / diag)
-            volume = diag[0] * diag[1] * diag[2]
-            areas = (diag[1] * diag[2], diag[2] * diag[0], diag[0] * diag[1])
-        else:
-            inverse = np.linalg.inv(t)
-            volume = abs(np.linalg.det(t))
-            areas = tuple(np.linalg.norm(np.cross(t[:, k - 2], t[:, k - 1])) for k in range(3))
-        self._inverse_transform = mat33(*[float(x) for x in inverse.reshape(-1)])
-        self._cell_volume = float(volume)
-        self._face_areas = vec3(*[float(a) for a in areas])
-
-    # ---- Warp's properties -------------------------------------------------------------
-
-    @property
-    def transform(self) -> Any:
-        """The 3x3 index-to-world matrix of the cell grid."""
-        return self._cell_grid.get_grid_info().transform_matrix
-
-    @property
-    def cell_grid(self) -> kc.Volume:
-        """The volume whose voxels are the cells."""
-        return self._cell_grid
-
-    @property
-    def vertex_grid(self) -> kc.Volume:
-        """The index grid of the cells' corners (its voxel order numbers the vertices)."""
-        return self._node_grid
-
-    @property
-    def face_grid(self) -> kc.Volume:
-        """The index grid of the cells' faces, axis-flagged (it numbers the sides)."""
-        return self._faces[0]
+    # ---- faces and edges ---------------------------------------------------------------
 
     @property
     def edge_grid(self) -> kc.Volume:
         """The index grid of the cells' edges, axis-flagged (it numbers the edges)."""
         return self._edges[0]
 
-    # ---- sizes -------------------------------------------------------------------------
-
-    def cell_count(self) -> int:
-        return len(self._cell_ijk_host)
-
-    def vertex_count(self) -> int:
-        return self._node_grid.get_voxel_count()
-
-    def side_count(self) -> int:
-        return len(self._faces[1])
-
-    def boundary_side_count(self) -> int:
-        return len(self.boundary_side_indices())
-
     def edge_count(self) -> int:
         """Number of edges."""
         return len(self._edges[1])
-
-    def reference_cell(self) -> Element:
-        return Element.CUBE
-
-    def reference_side(self) -> Element:
-        return Element.SQUARE
-
-    # ---- faces and edges ---------------------------------------------------------------
 
     @cached_property
     def _faces(self) -> tuple[kc.Volume, np.ndarray, np.ndarray, np.ndarray]:
@@ -212,20 +268,7 @@ class Nanogrid(Geometry):
             [flag_axis(cell_edges(self._cell_ijk_host, e), e // 4) for e in range(12)]))
         return grid, grid.get_voxels().numpy()
 
-    def lookup_cells(self, ijk: np.ndarray) -> np.ndarray:
-        """Cell index of each voxel (n, 3) of the cell grid, -1 where there is none."""
-        return lookup_voxels(self._cell_grid, ijk)
-
-    # ---- host topology -----------------------------------------------------------------
-
-    def boundary_side_indices(self) -> np.ndarray:
-        flags = self._faces[2]
-        boundary = (flags >> INNER_MISSING_BIT) | (flags >> OUTER_MISSING_BIT)
-        return np.flatnonzero(boundary & 1).astype(np.int32)
-
-    def side_cells(self, sides: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        cells = self._faces[3][np.asarray(sides, dtype=np.int64)]
-        return cells[:, 0], cells[:, 1]
+    # ---- host geometry ------------------------------------------------------------------
 
     def host_cell_positions(self, coords: np.ndarray) -> np.ndarray:
         info = self._cell_grid.get_grid_info()
@@ -317,35 +360,41 @@ def lookup_voxels(volume: kc.Volume, ijk: np.ndarray) -> np.ndarray:
 
 
 class NanogridTopology(HexmeshTopology):
-    """Continuous nodes of cube shape functions on a `Nanogrid` (Warp's numbering: see the
-    module's docstring; with an open family, all nodes are interior to their cell). The
-    node count is a hexahedral mesh's: vertices, edges, faces and cells times their nodes."""
+    """Continuous nodes of cube shape functions on a `Nanogrid` or an `AdaptiveNanogrid`
+    (Warp's numbering: see the module's docstring; with an open family, all nodes are
+    interior to their cell): vertex nodes, then edge, face and interior nodes, the first
+    three numbered by the geometry's vertex grid and its topology edge and face grids."""
+
+    def node_count(self) -> int:
+        v, e, f, i = self._counts()
+        geo = self._geometry
+        edges = geo.topology_edge_grid().get_voxel_count() if e else 0
+        faces = geo.topology_face_grid().get_voxel_count() if f else 0
+        return geo.vertex_count() * v + edges * e + faces * f + geo.cell_count() * i
 
     def _cell_node_indices(self) -> np.ndarray:
         geo = self._geometry
         v_count, e_count, f_count, i_count = self._counts()
         kind, instance, index = self._shape.node_types()
-        cells = geo._cell_ijk_host
-        out = np.zeros((len(cells), len(kind)), dtype=np.int64)
+        out = np.zeros((geo.cell_count(), len(kind)), dtype=np.int64)
+        edge_block = geo.vertex_count() * v_count
+        face_block = edge_block + (
+            geo.topology_edge_grid().get_voxel_count() * e_count if e_count else 0)
         for n in range(len(kind)):
             if kind[n] == VERTEX:
-                voxel, grid, count = cells + _CUBE_CORNERS[instance[n]], geo.vertex_grid, v_count
+                voxel, grid, count = geo.cell_vertex_voxels(instance[n]), geo.vertex_grid, v_count
                 block = 0
             elif kind[n] == EDGE:
-                voxel = flag_axis(cell_edges(cells, instance[n]), instance[n] // 4)
-                grid, count = geo.edge_grid, e_count
-                block = geo.vertex_count() * v_count
+                voxel, grid = geo.cell_edge_voxels(instance[n]), geo.topology_edge_grid()
+                count, block = e_count, edge_block
             elif kind[n] == FACE:
-                axis, high = divmod(int(instance[n]), 2)
-                voxel = flag_axis(cells + np.eye(3, dtype=np.int32)[axis] * high, axis)
-                grid, count = geo.face_grid, f_count
-                block = geo.vertex_count() * v_count + (geo.edge_count() * e_count
-                                                        if e_count else 0)
+                voxel, grid = geo.cell_face_voxels(instance[n]), geo.topology_face_grid()
+                count, block = f_count, face_block
             else:
                 continue
             out[:, n] = block + count * lookup_voxels(grid, voxel) + index[n]
         offset = self.node_count() - geo.cell_count() * i_count
         interior = kind == INTERIOR
-        cell = np.arange(len(cells))[:, None]
+        cell = np.arange(geo.cell_count())[:, None]
         out[:, interior] = offset + cell * i_count + index[None, interior]
         return out

@@ -14,14 +14,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import kernelc as kc
-from kernelc.fem.types import (
-    NULL_ELEMENT_INDEX,
-    OUTSIDE,
-    coords_type,
-    make_free_sample,
-    mat_type,
-    vec_type,
-)
+from kernelc.fem.lookup import voxel_cell_lookup
+from kernelc.fem.types import OUTSIDE, coords_type, mat_type, vec_type
 
 AXIS_MASK = 3
 INNER_MISSING_BIT = 2
@@ -30,7 +24,8 @@ OUTER_MISSING_BIT = 3
 
 @cache
 def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
-    """Argument structs and device funcs of nanogrids with `scalar` positions."""
+    """Argument structs and device funcs of nanogrids with `scalar` positions (and the
+    helpers adaptive nanogrids share: `real`, `face_axis`, `side_to_cell`, ...)."""
     vec3 = vec_type(3, scalar)
     mat33 = mat_type(3, 3, scalar)
     Coords = coords_type(scalar)
@@ -127,40 +122,13 @@ def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
         return coords, dist
 
     @kc.func
-    def cell_lookup(arg: CellArg, pos: Any):
-        # The voxel holding the point; else the closest voxel whose closest point is within
-        # half the smallest voxel size (no cell, index -1, beyond that).
-        grid = arg.cell_grid
-        uvw = index_point(grid, pos)
-        cell = kc.volume_lookup_index(grid, int(kc.floor(uvw[0])), int(kc.floor(uvw[1])),
-                                      int(kc.floor(uvw[2])))
-        if cell != -1:
-            return make_free_sample(cell, cell_coordinates_local(arg, cell, uvw))
-        size = vec3(
-            kc.length(kc.volume_index_to_world_dir(grid, vec3(scalar(1.0), scalar(0.0),
-                                                              scalar(0.0)))),
-            kc.length(kc.volume_index_to_world_dir(grid, vec3(scalar(0.0), scalar(1.0),
-                                                              scalar(0.0)))),
-            kc.length(kc.volume_index_to_world_dir(grid, vec3(scalar(0.0), scalar(0.0),
-                                                              scalar(1.0)))))
-        min_size = kc.min(size)
-        reach = kc.cw_div(vec3(min_size), size) * scalar(0.5)
-        lo = uvw - reach
-        hi = uvw + reach
-        closest_cell = int(NULL_ELEMENT_INDEX)
-        closest_coords = Coords()
-        closest_dist = min_size * min_size * scalar(0.25)
-        for i in range(int(kc.floor(lo[0])), int(kc.floor(hi[0])) + 1):
-            for j in range(int(kc.floor(lo[1])), int(kc.floor(hi[1])) + 1):
-                for k in range(int(kc.floor(lo[2])), int(kc.floor(hi[2])) + 1):
-                    c = kc.volume_lookup_index(grid, i, j, k)
-                    if c != -1:
-                        dist, coords = cell_closest_point_local(arg, c, uvw)
-                        if dist <= closest_dist:
-                            closest_dist = dist
-                            closest_coords = coords
-                            closest_cell = c
-        return make_free_sample(closest_cell, closest_coords)
+    def lookup_cell(arg: CellArg, i: int, j: int, k: int):
+        return kc.volume_lookup_index(arg.cell_grid, i, j, k)
+
+    # The voxel holding the point; else the closest voxel within max_dist (at least half
+    # the smallest voxel size; no cell, index -1, beyond that), as `lookup.py` says.
+    cell_lookup = voxel_cell_lookup(CellArg, scalar, lookup_cell, cell_coordinates_local,
+                                    cell_closest_point_local, cell_position)
 
     # ---- sides -----------------------------------------------------------------------------
 
@@ -260,7 +228,9 @@ def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
                                                                     offset))
 
     scope = locals()
-    names = ("CellArg", "SideArg", "cell_position", "cell_deformation_gradient",
+    names = ("real", "face_axis", "inner_missing", "outer_missing", "side_to_cell",
+             "cell_to_side", "face_tangents", "index_point",
+             "CellArg", "SideArg", "cell_position", "cell_deformation_gradient",
              "cell_inverse_deformation_gradient", "cell_measure", "cell_normal",
              "cell_coordinates", "cell_closest_point", "cell_lookup", "side_to_cell_arg",
              "side_position", "side_deformation_gradient",

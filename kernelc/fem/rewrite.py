@@ -16,6 +16,7 @@ from kernelc.fem.domain_index import INDEX_OPERATORS
 from kernelc.fem.domain_ops import domain_operator
 from kernelc.fem.field import cells_of_field
 from kernelc.fem.field_nodes import field_op_key, why_not
+from kernelc.fem.lookup_call import NAMES, NO_ENVIRONMENTS, USAGE, LookupCall
 from kernelc.frontend.source import Source
 
 
@@ -151,11 +152,9 @@ class Rewriter(ast.NodeTransformer):
 
     def operator_call(self, op: operators.Operator, node: ast.Call, args: list[ast.expr]
                       ) -> ast.AST:
-        keywords = node.keywords
-        if op.name == "lookup":  # lookup(domain, x, guess=s): the guess is only a hint
-            keywords = [k for k in keywords if k.arg != "guess"]
-        if keywords:
-            raise self.error(f"fem.{op.name} takes no keyword arguments", keywords[0].value)
+        if node.keywords and op.name != "lookup":
+            raise self.error(f"fem.{op.name} takes no keyword arguments",
+                             node.keywords[0].value)
         if not args:
             raise self.error(f"fem.{op.name} needs a field or domain argument", node)
         target, first = args[0], None
@@ -179,11 +178,9 @@ class Rewriter(ast.NodeTransformer):
             raise self.error("fem.cells(...) can only be assigned to a name or passed to fem "
                              "operators", node)
         rest = [self.visit(a) for a in args[1:]]
-        if op.name == "lookup":  # (domain, x) or (domain, x, guess): grids need no guess
-            if len(args) not in (2, 3):
-                raise self.error(f"fem.lookup(domain, x[, guess]) takes 2 or 3 arguments, got "
-                                 f"{len(args)}", node)
-            rest = rest[:1]
+        keywords = []
+        if op.name == "lookup":  # its forms are told apart by types (lookup_call.py)
+            keywords = self.lookup_keywords(node, args)
         else:
             self.expect_call_form(op, node, args, role)
         if role == "field":
@@ -200,12 +197,31 @@ class Rewriter(ast.NodeTransformer):
             if op.name in INDEX_OPERATORS and target.id not in self.domain_args:
                 raise self.error(f"fem.{op.name} is not available on the cells of a side "
                                  "domain", node)
+        if op.name == "lookup":
+            geometry = self.targets[target.id].geometry
+            func = LookupCall(func, geometry.dimension, geometry.scalar_type)
         callee = self.bind(func, op.name, node.func)
         if first is None:
             first = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target)
         if role == "domain" and op.name not in INDEX_OPERATORS:
             first = self.geometry_part(first, target.id)
-        return ast.copy_location(ast.Call(func=callee, args=[first, *rest], keywords=[]), node)
+        return ast.copy_location(ast.Call(func=callee, args=[first, *rest], keywords=keywords),
+                                 node)
+
+    def lookup_keywords(self, node: ast.Call, args: list[ast.expr]) -> list[ast.keyword]:
+        """Checks the argument count and keyword names of `fem.lookup` (their types are
+        checked when the integrand is compiled) and rewrites the keyword values."""
+        given = len(args) + len(node.keywords)
+        if len(args) < 2 or given > 5:
+            raise self.error(f"fem.lookup takes 2 to 5 arguments, got {given}: {USAGE}"
+                             + (f"; {NO_ENVIRONMENTS}" if given == 6 else ""), node)
+        for keyword in node.keywords:
+            if keyword.arg not in NAMES:
+                what = (f"'{keyword.arg}': {NO_ENVIRONMENTS}" if keyword.arg == "env_index"
+                        else f"'{keyword.arg}' (it takes {', '.join(NAMES)})")
+                raise self.error(f"fem.lookup has no keyword argument {what}", keyword.value)
+        return [ast.copy_location(ast.keyword(arg=k.arg, value=self.visit(k.value)), k)
+                for k in node.keywords]
 
     def integrand_call(self, other: Any, node: ast.Call) -> ast.AST:
         """A call of another integrand: its body specialised for the fields passed, called

@@ -198,9 +198,9 @@ def make_topology(geometry: Geometry, shape: ShapeFunction,
         if closed_lagrange:
             return GridNodeGridTopology(geometry, shape)
         return make_grid3d_topology(geometry, shape)
-    from kernelc.fem.nanogrid import Nanogrid, NanogridTopology
+    from kernelc.fem.nanogrid import NanogridBase, NanogridTopology
 
-    if isinstance(geometry, Nanogrid):
+    if isinstance(geometry, NanogridBase):
         return NanogridTopology(geometry, shape)
     from kernelc.fem.mesh import Mesh
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelc.fem.nanogrid import Nanogrid, NanogridTopology
+from kernelc.fem.nanogrid import NanogridBase, NanogridTopology
 from kernelc.fem.shape import EDGE_X
 from kernelc.fem.shape_cube import EDGE, FACE
 from kernelc.fem.shape_simplex import TET_EDGES
@@ -230,7 +230,7 @@ def make_vector_topology(geometry: Any, shape: Any, discontinuous: bool = False
         return Grid2DVectorTopology(geometry, shape)
     if isinstance(geometry, Grid3D):
         return Grid3DVectorTopology(geometry, shape)
-    if isinstance(geometry, Nanogrid):
+    if isinstance(geometry, NanogridBase):
         return NanogridVectorTopology(geometry, shape)
     if isinstance(geometry, Mesh) and geometry.dimension == geometry.cell_dimension:
         topology = {"SQUARE": QuadmeshVectorTopology, "CUBE": HexmeshVectorTopology}.get(

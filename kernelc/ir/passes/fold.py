@@ -47,7 +47,8 @@ def _fold_sign_test(s: ir.Op, defs: dict[int, ir.Op | ir.For]) -> ir.Op:
     if s.opcode != OpCode.LT or s.args[1].id not in defs:
         return s
     zero = defs[s.args[1].id]
-    if zero.opcode != OpCode.CONST or zero.attr != 0 or not s.args[0].type.is_int \
+    if not isinstance(zero, ir.Op) or zero.opcode != OpCode.CONST or zero.attr != 0 \
+            or not s.args[0].type.is_int \
             or not never_negative(defs, s.args[0]):
         return s
     return dataclasses.replace(s, opcode=OpCode.CONST, args=(), attr=False)
