@@ -209,7 +209,7 @@ def test_errors_in_fem_library_code_keep_their_place():
 
 
 def test_bad_meshes_raise():
-    with pytest.raises(ValueError, match="vertex indices"):
+    with pytest.raises(ValueError, match="Vertex index"):
         fem.Trimesh2D(kc.array(np.array([[0, 1, 5]]), dtype=int),
                       kc.array(np.zeros((3, 2)), dtype=kc.vec2))
     with pytest.raises(TypeError, match="vec3"):

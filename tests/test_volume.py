@@ -426,6 +426,12 @@ def test_allocation_errors():
         kc.Volume.load_from_numpy(np.zeros((4, 4)))
     with pytest.raises(RuntimeError, match="inside a kernel"):
         kc.volume_sample_f(0, kc.vec3(), 0)
+    # no points at all is an error; points all masked out give an empty grid (as in Warp)
+    with pytest.raises(RuntimeError, match="no voxel_points to allocate"):
+        kc.Volume.allocate_by_voxels(kc.zeros((0, 3), dtype=kc.int32), voxel_size=1.0)
+    empty = kc.Volume.allocate_by_voxels(kc.array([[0, 0, 0], [3, 1, 2]], dtype=kc.int32),
+                                         voxel_size=1.0, point_mask=kc.zeros(2, dtype=kc.int32))
+    assert empty.get_voxel_count() == 0 and empty.get_voxels().numpy().shape == (0, 3)
 
 
 @kc.kernel

@@ -7,6 +7,9 @@ store when the array is released (`temp.release()`) or garbage collected. A temp
 `detach()`ed from the store keeps its memory for itself. Without a store (none given and no
 default set with `set_default_temporary_store`), `borrow_temporary` allocates a plain array.
 
+`dynamic_func`, `dynamic_kernel` and `dynamic_struct` (cache_dynamic.py) make a func,
+kernel or struct once per definition and suffix.
+
 While a `kc.Tape` records, `release()` does nothing, as in Warp: a recorded launch may read
 the temporary again during the backward pass.
 """
@@ -19,6 +22,7 @@ import weakref
 from typing import Any
 
 import kernelc as kc
+from kernelc.fem.cache_dynamic import dynamic_func, dynamic_kernel, dynamic_struct
 from kernelc.runtime import memory
 from kernelc.runtime.context import get_runtime
 
@@ -178,4 +182,5 @@ def borrow_temporary_like(array: kc.array, temporary_store: TemporaryStore | Non
 
 
 __all__ = ["Temporary", "TemporaryStore", "borrow_temporary", "borrow_temporary_like",
-           "default_temporary_store", "set_default_temporary_store"]
+           "default_temporary_store", "dynamic_func", "dynamic_kernel", "dynamic_struct",
+           "set_default_temporary_store"]

@@ -110,6 +110,22 @@ class Geometry:
         """The `SideArg` instance for kernels."""
         raise NotImplementedError
 
+    # ---- lookups -----------------------------------------------------------------------
+
+    def supports_cell_lookup(self, device: Any = None) -> bool:
+        """Whether `fem.lookup` works on this geometry: always (kernelc's lookups need no
+        BVH; meshes search every cell)."""
+        return True
+
+    def build_bvh(self, device: Any = None) -> None:
+        """Warp builds a BVH here for its mesh lookups; kernelc's lookups search every cell
+        and need none, so only the device is checked."""
+        kc.get_device(device)
+
+    def update_bvh(self, device: Any = None) -> None:
+        """As `build_bvh`: nothing to refit."""
+        self.build_bvh(device)
+
     # ---- host topology -----------------------------------------------------------------
 
     def boundary_side_indices(self) -> np.ndarray:

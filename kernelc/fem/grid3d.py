@@ -78,6 +78,11 @@ class Grid3D(Geometry):
     def boundary_side_count(self) -> int:
         return 2 * int(self._axis_face_counts().sum())
 
+    def edge_count(self) -> int:
+        """Number of cell edges: along each axis, its cells' count times the vertex lines."""
+        r = self._r()
+        return int(sum(r[a] * (r[(a + 1) % 3] + 1) * (r[(a + 2) % 3] + 1) for a in range(3)))
+
     def reference_cell(self) -> Element:
         return Element.CUBE
 

@@ -121,8 +121,11 @@ class Mesh(Geometry):
         if not isinstance(indices, kc.array):
             indices = kc.array(np.asarray(indices, dtype=np.int32), dtype=kc.int32)
         host = np.asarray(indices.numpy(), dtype=np.int64).reshape(-1, self._CELL_VERTICES)
-        if host.size and (host.min() < 0 or host.max() >= positions.shape[0]):
-            raise ValueError(f"{name}: vertex indices must lie in [0, {positions.shape[0]})")
+        bad = np.flatnonzero((host < 0) | (host >= positions.shape[0]))
+        if bad.size:
+            raise ValueError(f"{name}: Vertex index {host.flat[bad[0]]} at flattened array index "
+                             f"{bad[0]} is out of bounds; expected a value in "
+                             f"[0, {positions.shape[0]})")
         if indices.ndim != 2:
             indices = kc.array(host.astype(np.int32), dtype=kc.int32, device=indices.device)
         self._cell_vertices = indices

@@ -346,6 +346,10 @@ def _shape(element: Element, degree: int, element_basis: Any, family: Any,
         from kernelc.fem.shape_vector import make_vector_shape
 
         return make_vector_shape(element, degree, element_basis, scalar_type)
+    if element_basis == ElementBasis.BSPLINE:
+        from kernelc.fem.shape_bspline import make_bspline_shape
+
+        return make_bspline_shape(element, degree, scalar_type)
     if element == Element.SQUARE:
         if element_basis == ElementBasis.LAGRANGE:
             return SquareBipolynomialShapeFunctions(degree, family, scalar_type)

@@ -310,8 +310,9 @@ def make_polynomial_space(geo: Geometry, dtype: Any = None, dof_mapper: Any = No
         dof_mapper: How node dofs map to values (`SymmetricTensorMapper`, ...; default:
             nodes store values).
         degree: Polynomial degree.
-        element_basis: `ElementBasis.LAGRANGE` (default), `ElementBasis.SERENDIPITY` or
-            `ElementBasis.NONCONFORMING_POLYNOMIAL` (always discontinuous).
+        element_basis: `ElementBasis.LAGRANGE` (default), `ElementBasis.SERENDIPITY`,
+            `ElementBasis.NONCONFORMING_POLYNOMIAL` (always discontinuous) or
+            `ElementBasis.BSPLINE` (grids and `Nanogrid`: shape_bspline.py).
         discontinuous: Whether each cell has nodes of its own (discontinuous Galerkin
             spaces; implied by degree 0).
         family: 1-D node family (default Gauss-Lobatto-Legendre).

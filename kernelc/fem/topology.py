@@ -186,6 +186,10 @@ def make_topology(geometry: Geometry, shape: ShapeFunction,
         if not isinstance(geometry, Geometry):
             raise NotImplementedError(f"function spaces on {geometry.name} are not supported yet")
         return DiscontinuousTopology(geometry, shape)
+    if getattr(shape, "BSPLINE", False):  # padded vertex nodes: topology_bspline.py
+        from kernelc.fem.topology_bspline import make_bspline_topology
+
+        return make_bspline_topology(geometry, shape)
 
     closed_lagrange = shape.TENSOR_LAGRANGE and is_closed(shape.family)
     if isinstance(geometry, Grid2D):

@@ -4,10 +4,22 @@ triangles or tetrahedra, or kept as quadrilaterals or hexahedra, as vertex-index
 Vertex (i, j) of an Nx x Ny grid is i * (Ny + 1) + j, vertex (i, j, k) of an Nx x Ny x Nz
 grid (i * (Ny + 1) + j) * (Nz + 1) + k; cells are listed in the same order (last axis
 fastest, except for `grid_to_tris`), as Warp's are, so meshes built from these have Warp's
-cell numbering.
+cell numbering. The index helpers (`validate_indices_in_range`, `compress_node_indices`,
+...) are in `utils_indices.py`.
 """
 
 import numpy as np
+
+from kernelc.fem.utils_indices import (
+    check_first_invalid_index,
+    compress_node_indices,
+    host_read_at_index,
+    validate_indices_in_range,
+)
+
+__all__ = ["check_first_invalid_index", "compress_node_indices", "grid_to_hexes",
+           "grid_to_quads", "grid_to_tets", "grid_to_tris", "host_read_at_index",
+           "validate_indices_in_range"]
 
 
 def _grid_cells(*res: int) -> np.ndarray:

@@ -104,8 +104,11 @@ def points_to_coords(points: Any, point_mask: Any, matrix: np.ndarray, translati
                      what: str, allow_empty: bool = False) -> np.ndarray:
     """(n, 3) int32 voxel coordinates of the points: integers as they are, floats (world
     positions) through the inverse transform, in float32, rounded to the nearest voxel.
-    No point left (after the mask) is a RuntimeError unless `allow_empty`."""
+    No points at all is a RuntimeError unless `allow_empty`; points that the mask drops
+    all leave an empty grid, as in Warp."""
     data = _as_numpy(points, what)
+    if len(data) == 0 and not allow_empty:
+        raise RuntimeError(f"Failed to create volume: no {what} to allocate")
     if point_mask is not None:
         mask = point_mask.numpy() if isinstance(point_mask, array) else np.asarray(point_mask)
         if mask.shape != (len(data),):
@@ -121,8 +124,6 @@ def points_to_coords(points: Any, point_mask: Any, matrix: np.ndarray, translati
         index = (wide[:, 1:2] * inverse_f[:, 1] + index).astype(np.float32).astype(np.float64)
         index = (wide[:, 0:1] * inverse_f[:, 0] + index).astype(np.float32)
         data = np.floor(index.astype(np.float64) + 0.5)
-    if len(data) == 0 and not allow_empty:
-        raise RuntimeError(f"Failed to create volume: no {what} to allocate")
     return data.astype(np.int32)
 
 
