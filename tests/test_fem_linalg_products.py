@@ -102,3 +102,20 @@ def test_element_prototypes():
     assert fem.Element.TETRAHEDRON.prototype.measure() == pytest.approx(1.0 / 6.0)
     assert fem.Element.CUBE.prototype.center() == (0.5, 0.5, 0.5)
     assert fem.Element.LINE_SEGMENT.prototype.dimension == 1
+
+
+def test_array_axpy_gradients_on_a_tape():
+    rng = np.random.default_rng(1)
+    x0 = rng.uniform(1.0, 2.0, 10).astype(np.float32)
+    y0 = rng.uniform(-1.0, 1.0, 10)
+    x = kc.array(x0, dtype=float, requires_grad=True)
+    y = kc.array(y0, dtype=kc.float64, requires_grad=True)
+    tape = kc.Tape()
+    with tape:
+        fem.linalg.array_axpy(x=x, y=y, alpha=0.5, beta=4.0)
+    np.testing.assert_allclose(y.numpy(), 0.5 * x0 + 4.0 * y0, rtol=1e-6)
+    seed = rng.uniform(0.5, 1.5, 10)
+    y.grad = kc.array(seed, dtype=kc.float64)
+    tape.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 0.5 * seed, rtol=1e-6)
+    np.testing.assert_allclose(y.grad.numpy(), 4.0 * seed, rtol=1e-6)

@@ -309,3 +309,32 @@ def test_type_of_a_value_constructs_its_type(rng):
     np.testing.assert_array_equal(a.numpy(), an[:, ::-1])
     np.testing.assert_array_equal(b.numpy(), bn[:, ::-1])
     np.testing.assert_array_equal(c.numpy(), 2 * cn)
+
+
+@kc.func(name="scaled_by_three", module="unique", inline=True)
+def triple(x: float):
+    return 3.0 * x
+
+
+@kc.func(inline=False)
+def triple(x: int):  # noqa: F811  (an overload, as with a bare @kc.func)
+    return 3 * x
+
+
+@kc.kernel
+def use_keyword_funcs(values: kc.array(dtype=float), counts: kc.array(dtype=int)):
+    i = kc.tid()
+    values[i] = triple(values[i])
+    counts[i] = triple(counts[i])
+
+
+def test_func_decorator_keywords(rng):
+    values = nonzero(rng, 8, np.float32)
+    counts = rng.integers(1, 100, 8).astype(np.int32)
+    out_values, out_counts = kc.array(values, dtype=float), kc.array(counts, dtype=int)
+    kc.launch(use_keyword_funcs, 8, [out_values, out_counts])
+    np.testing.assert_allclose(out_values.numpy(), 3.0 * values, rtol=1e-6)
+    np.testing.assert_array_equal(out_counts.numpy(), 3 * counts)
+    assert triple.__name__ == "scaled_by_three"
+    with pytest.raises(TypeError, match="inline must be a bool or None"):
+        kc.func(inline="yes")

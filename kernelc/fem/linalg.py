@@ -1,14 +1,14 @@
-"""`warp.fem.linalg`: `array_axpy` on arrays, and the kernel funcs `inverse_qr` and
-`symmetric_eigen` (from `linalg_funcs.py`), `generalized_inner`, `generalized_outer`,
-`symmetric_part`, `skew_part` and `spherical_part` (from `linalg_products.py`),
-`householder_qr_decomposition`, `householder_make_hessenberg`, `solve_triangular`,
-`symmetric_eigenvalues_qr` and `tridiagonal_symmetric_eigenvalues_qr` (from
-`linalg_qr.py`)."""
+"""`warp.fem.linalg`: `array_axpy` on arrays (with its adjoint on a tape), and the kernel
+funcs `symmetric_eigen` (from `linalg_funcs.py`), `generalized_inner`,
+`generalized_outer`, `symmetric_part`, `skew_part` and `spherical_part` (from
+`linalg_products.py`), `inverse_qr`, `householder_qr_decomposition`,
+`householder_make_hessenberg`, `solve_triangular`, `symmetric_eigenvalues_qr` and
+`tridiagonal_symmetric_eigenvalues_qr` (from `linalg_qr.py`)."""
 
 from typing import Any
 
 import kernelc as kc
-from kernelc.fem.linalg_funcs import inverse_qr, symmetric_eigen
+from kernelc.fem.linalg_funcs import symmetric_eigen
 from kernelc.fem.linalg_products import (
     generalized_inner,
     generalized_outer,
@@ -19,10 +19,12 @@ from kernelc.fem.linalg_products import (
 from kernelc.fem.linalg_qr import (
     householder_make_hessenberg,
     householder_qr_decomposition,
+    inverse_qr,
     solve_triangular,
     symmetric_eigenvalues_qr,
     tridiagonal_symmetric_eigenvalues_qr,
 )
+from kernelc.runtime.array_grad import active_tape
 
 __all__ = ["array_axpy", "generalized_inner", "generalized_outer", "householder_make_hessenberg",
            "householder_qr_decomposition", "inverse_qr", "skew_part", "solve_triangular",
@@ -55,4 +57,14 @@ def array_axpy(x: Any, y: Any, alpha: float = 1.0, beta: float = 1.0) -> None:
     scalar = kc.types.as_type(y.dtype)
     scalar = getattr(scalar, "dtype", scalar)  # vectors and matrices scale by their scalar
     kc.launch(_array_axpy_kernel, dim=y.shape[0], device=y.device,
-              inputs=[x, y, scalar(alpha), scalar(beta)])
+              inputs=[x, y, scalar(alpha), scalar(beta)], record_tape=False)
+    tape = active_tape()
+    if tape is not None and (x.requires_grad or y.requires_grad):
+        # y is updated in place, so the adjoint is written by hand (as Warp records it):
+        # x.grad += alpha y.grad, then y.grad *= beta.
+        def backward() -> None:
+            array_axpy(y.grad, x.grad, alpha=alpha, beta=1.0)
+            if beta != 1.0:
+                array_axpy(y.grad, y.grad, alpha=0.0, beta=beta)
+
+        tape.record_func(backward, arrays=[x, y])

@@ -1,7 +1,7 @@
 """Small dense linear algebra on matrix values, as kernelc funcs usable in kernels (the
-device functions of Warp's `warp.fem.linalg`): `inverse_qr` (a Householder QR inverse that
-tolerates singular matrices) and `symmetric_eigen` (cyclic Jacobi), which the Dirichlet
-projection uses to normalise matrix-block projectors.
+device functions of Warp's `warp.fem.linalg`): `symmetric_eigen` (cyclic Jacobi), which the
+Dirichlet projection uses to normalise matrix-block projectors (`inverse_qr` and the QR
+funcs are in `linalg_qr.py`).
 
 kernelc funcs cannot build a value of their argument's type (`type(A)(...)`), so each is
 generated per square matrix type and the variants are registered as overloads of one func.
@@ -26,41 +26,6 @@ def _identity_func(M: Any, n: int, scalar: Any) -> Any:
         return eye
 
     return identity
-
-
-def _make_inverse_qr(n: int, scalar: Any) -> Any:
-    M, V = mat_type(n, n, scalar), vec_type(n, scalar)
-    identity = _identity_func(M, n, scalar)
-    zero, two = scalar(0.0), scalar(2.0)
-
-    @kc.func
-    def inverse_qr(A: M):
-        # Householder QR (Q R = A), then A^-1 = R^-1 Q^T, column by column; zero pivots of
-        # R give zero rows instead of infinities.
-        R = A
-        Q = identity()
-        for i in range(n):
-            x = V(zero)
-            for k in range(i, n):
-                x[k] = R[k, i]
-            norm = kc.length(x)
-            if norm > zero:
-                x[i] = x[i] + kc.where(x[i] < zero, -norm, norm)
-                scale = two / kc.length_sq(x)
-                R = R - kc.outer(scale * x, x * R)
-                Q = Q - kc.outer(Q * x, scale * x)
-        inverse = M(zero)
-        for c in range(n):
-            q = Q[c]
-            for step in range(n):
-                j = n - 1 - step
-                acc = q[j]
-                for k in range(j + 1, n):
-                    acc = acc - R[j, k] * inverse[k, c]
-                inverse[j, c] = kc.where(R[j, j] == zero, zero, acc / R[j, j])
-        return inverse
-
-    return inverse_qr
 
 
 def _make_symmetric_eigen(n: int, scalar: Any) -> Any:
@@ -133,8 +98,6 @@ def _overloads(make: Any) -> Any:
     return first
 
 
-inverse_qr = _overloads(_make_inverse_qr)
-inverse_qr.__doc__ = "Inverse of a square matrix (1x1 to 4x4) by Householder QR."
 symmetric_eigen = _overloads(_make_symmetric_eigen)
 symmetric_eigen.__doc__ = ("(eigenvalues, eigenvectors as rows) of a symmetric matrix, by "
                            "cyclic Jacobi rotations.")

@@ -4,6 +4,7 @@ kernel funcs (Warp's `warp.fem.linalg` device functions of the same names):
 - `householder_qr_decomposition(A)` -> `(Q, R)` with `Q R = A`;
 - `householder_make_hessenberg(A)` -> `(Q, H)` with `Q H Qᵀ = A`;
 - `solve_triangular(R, b)`: back substitution on an upper triangular `R`;
+- `inverse_qr(A)`: `R^-1 Qᵀ` from the QR decomposition;
 - `tridiagonal_symmetric_eigenvalues_qr(D, L, Q, tol)` and `symmetric_eigenvalues_qr(A, tol)`
   -> `(eigenvalues, eigenvectors as rows)`, by the implicit-shift QR algorithm.
 
@@ -150,6 +151,17 @@ def solve_triangular(R: _matrix, b: _vector):
         pivot = R[row, row]
         x[row] = kc.where(pivot == b.dtype(0.0), b.dtype(0.0), residual / pivot)
     return x
+
+
+@kc.func
+def inverse_qr(A: _matrix):
+    """The inverse of a square matrix, as R^-1 Q^T from `householder_qr_decomposition`
+    (a zero pivot of R gives zero components, not infinities)."""
+    Q, R = householder_qr_decomposition(A)
+    rows = type(A)()
+    for i in range(type(A[0]).length):
+        rows[i] = solve_triangular(R, Q[i])  # row i of the inverse's transpose
+    return kc.transpose(rows)
 
 
 @kc.func

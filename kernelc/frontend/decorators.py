@@ -331,20 +331,34 @@ def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
     return wrap(f) if f is not None else wrap
 
 
-def func(f: Callable) -> Func:
-    """Decorator making a Python function callable from kernels.
+def func(f: Callable | None = None, *, name: str | None = None, module: Any = None,
+         inline: bool | None = None) -> Any:
+    """Decorator making a Python function callable from kernels (`@kc.func`, or
+    `@kc.func(name=..., module=..., inline=...)` as in Warp).
 
     Defining several funcs with one name in one scope (with different annotations) makes
-    overloads, chosen at each call by the argument types, as in Warp.
+    overloads, chosen at each call by the argument types, as in Warp. `name` is the name
+    errors give the func; `module` is accepted for Warp's sake (a func is compiled into
+    each kernel calling it, under that kernel's options); `inline` must be a bool or None
+    and changes nothing: kernelc always inlines funcs into their callers.
     """
-    new = Func(f)
+    if inline is not None and not isinstance(inline, bool):
+        raise TypeError(f"inline must be a bool or None, got {type(inline).__name__}: "
+                        f"{inline!r}")
     caller = inspect.currentframe().f_back
-    existing = caller.f_locals.get(f.__name__) if caller is not None else None
-    if isinstance(existing, Func) and existing.func.__qualname__ == f.__qualname__ \
-            and existing.func.__module__ == f.__module__:
-        existing.add_variant(new)
-        return existing
-    return new
+
+    def wrap(fn: Callable) -> Func:
+        new = Func(fn)
+        if name is not None:
+            new.__name__ = name
+        existing = caller.f_locals.get(fn.__name__) if caller is not None else None
+        if isinstance(existing, Func) and existing.func.__qualname__ == fn.__qualname__ \
+                and existing.func.__module__ == fn.__module__:
+            existing.add_variant(new)
+            return existing
+        return new
+
+    return wrap(f) if f is not None else wrap
 
 
 def _raw_signature(f: Callable) -> tuple:
