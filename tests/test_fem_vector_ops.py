@@ -165,6 +165,18 @@ def test_linear_form_output_layouts():
     with pytest.raises(RuntimeError, match="Incompatible output type"):
         fem.integrate(P.vector_mass_form, fields={"u": uniform, "v": test},
                       output_dtype=kc.vec3)
+    # flat scalars, read as (nodes, dofs); the entries past them are zeroed
+    flat = kc.full(20, value=np.nan, dtype=kc.float32)
+    fem.integrate(P.vector_mass_form, fields={"u": uniform, "v": test}, output=flat)
+    np.testing.assert_allclose(flat.numpy()[:18], as_scalars.numpy().reshape(-1))
+    assert np.all(flat.numpy()[18:] == 0.0)
+    bad = [(kc.zeros((9, 1), dtype=float), "last dimension must be of size 2"),
+           (kc.zeros(17, dtype=float), "at least 18 entries"),
+           (kc.zeros(36, dtype=float)[::2], "must be contiguous"),
+           (kc.zeros((9, 2, 1), dtype=float), "one- or two-dimensional")]
+    for output, message in bad:
+        with pytest.raises(RuntimeError, match=message):
+            fem.integrate(P.vector_mass_form, fields={"u": uniform, "v": test}, output=output)
 
 
 def test_block_projector_normalization_matches_numpy():

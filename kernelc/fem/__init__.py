@@ -126,6 +126,7 @@ from kernelc.fem.space import (
     make_space_partition,
 )
 from kernelc.fem.space_partition import NodePartition
+from kernelc.fem.space_point import PointBasisSpace
 from kernelc.fem.space_vector import (
     ContravariantFunctionSpace,
     CovariantFunctionSpace,
@@ -161,7 +162,7 @@ __all__ = [
     "SymmetricTensorMapper", "NonconformingField",
     "CellBasedGeometryPartition", "ExplicitGeometryPartition", "FrontierSides",
     "GeometryPartition", "LinearGeometryPartition", "NodePartition", "PicQuadrature",
-    "ExplicitQuadrature",
+    "ExplicitQuadrature", "PointBasisSpace",
     "element_closest_point", "element_coordinates", "element_index",
     "element_partition_index", "partition_lookup", "environment_index", "node_index",
     "node_inner_weight", "node_inner_weight_gradient", "node_outer_weight",

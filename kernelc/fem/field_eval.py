@@ -122,10 +122,11 @@ def discrete_eval(space: Any, domain: Any, partial: bool = False) -> FieldEval:
     """Funcs for a discrete field: sum over the element's nodes of value x basis function.
     `partial`: the field lives on part of the space's nodes (a space partition), and its
     element nodes are -1 where a node is not in it (that node's value is zero)."""
-    if hasattr(space, "field_eval"):  # vector-valued bases (space_vector.py)
+    if hasattr(space, "field_eval"):  # vector-valued (space_vector.py) and point bases
         if partial:
-            raise NotImplementedError("discrete fields of vector-valued bases (Nedelec, "
-                                      "Raviart-Thomas) on space partitions are not supported")
+            raise NotImplementedError("discrete fields of vector-valued (Nedelec, "
+                                      "Raviart-Thomas) and point bases on space partitions "
+                                      "are not supported")
         return space.field_eval("discrete", domain)
     key = ("discrete", space.name, domain.name, partial)
     if key not in _CACHE:

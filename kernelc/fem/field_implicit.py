@@ -7,6 +7,8 @@ index), with further arguments taken from `values`, and optionally gradient and
 divergence funcs with the same parameters.
 """
 
+import hashlib
+import types
 from typing import Any
 
 import kernelc as kc
@@ -54,6 +56,14 @@ class UniformField(FieldLike):
 
     @value.setter
     def value(self, value: Any) -> None:
+        from kernelc.fem.integrand import value_type_of
+
+        if "_value" in self.__dict__:  # a new value must keep the field's type (Warp's rule)
+            new_type = value_type_of("value", None, value)
+            if T.as_type(new_type) != T.as_type(self.dtype):
+                raise TypeError(f"UniformField value type must remain "
+                                f"{kc.types.type_repr(self.dtype)}, got "
+                                f"{kc.types.type_repr(new_type)}")
         t = T.as_type(self.dtype)
         self._value = self.dtype(value) if isinstance(t, T.ScalarType) else value
 
@@ -83,6 +93,8 @@ class UniformField(FieldLike):
         """The same value on the sides of the geometry."""
         from kernelc.fem.domain import Sides
 
+        if self.element_kind == ElementKind.SIDE:
+            raise RuntimeError("Trace only available for field defined on cell elements")
         return UniformField(Sides(self.geometry), self._value)
 
     def evaluator(self, domain: GeometryDomain) -> FieldEval:
@@ -163,9 +175,20 @@ class ImplicitField(FieldLike):
         self._arg_types = {n: annotations[n] for n in self._arg_names}
         self.values = values or {}
 
+    def trace(self) -> "ImplicitField":
+        """The same func on the sides of the geometry (its values copied)."""
+        from kernelc.fem.domain import Sides
+
+        if self.element_kind == ElementKind.SIDE:
+            raise RuntimeError("Trace only available for field defined on cell elements")
+        return ImplicitField(Sides(self.geometry), self._func, dict(self._values),
+                             self._grad_func, self._div_func, self._degree)
+
     @property
-    def values(self) -> dict[str, Any]:
-        """The extra arguments of the func, by name."""
+    def values(self) -> "FuncValues":
+        """The extra arguments of the func, by name: `field.values.scale = v` (as on
+        Warp's values struct) or `field.values["scale"] = v` changes one for later
+        launches."""
         return self._values
 
     @values.setter
@@ -174,7 +197,7 @@ class ImplicitField(FieldLike):
         if unknown:
             raise ValueError(f"Unknown arguments {sorted(unknown)} for implicit field "
                              f"function '{self._func.__name__}'")
-        self._values = dict(values)
+        self._values = FuncValues(self._arg_names, self._func.__name__, values)
 
     @property
     def geometry(self) -> Any:
@@ -198,7 +221,7 @@ class ImplicitField(FieldLike):
     @property
     def kind_name(self) -> str:
         # Qualified names, not ids: stable from one process to the next (kernel disk cache).
-        funcs = "_".join("None" if f is None else f"{f.func.__module__}.{f.func.__qualname__}"
+        funcs = "_".join("None" if f is None else _func_identity(f)
                          for f in (self._func, self._grad_func, self._div_func))
         return f"Implicit_{self._qp_based}_{funcs}"
 
@@ -244,6 +267,67 @@ class ImplicitField(FieldLike):
                 value = self._arg_types[name](value)
             setattr(values, name, value)
         arg.values = values
+
+
+def _func_identity(f: Func) -> str:
+    """A func's qualified name, plus a digest of what it closes over (funcs made by one
+    factory differ by their closures: `kc.static(values[i])` of a captured list). Plain
+    values, funcs and modules are digested by what stays the same from one process to the
+    next (repr, names); other objects by identity."""
+    name = f"{f.func.__module__}.{f.func.__qualname__}"
+    cells = getattr(f.func, "__closure__", None) or ()
+    if not cells:
+        return name
+    parts = []
+    for cell in cells:
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, Func):
+            parts.append(_func_identity(value))
+        elif isinstance(value, types.ModuleType):
+            parts.append(value.__name__)
+        else:
+            parts.append(repr(value) if _plain(value) else f"{type(value).__name__}@{id(value)}")
+    digest = hashlib.blake2b("|".join(parts).encode(), digest_size=6).hexdigest()
+    return f"{name}_{digest}"
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return False
+
+
+class FuncValues(dict):
+    """The extra arguments of an implicit field's func: a dict of its parameters that also
+    reads and sets them as attributes (Warp's values struct), refusing other names."""
+
+    def __init__(self, names: Any, func_name: str, values: dict[str, Any]) -> None:
+        super().__init__(values)
+        object.__setattr__(self, "_names", tuple(names))
+        object.__setattr__(self, "_func_name", func_name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"implicit field function '{self._func_name}' has no value "
+                                 f"'{name}'") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        if name not in self._names:
+            raise AttributeError(f"implicit field function '{self._func_name}' has no "
+                                 f"parameter '{name}'")
+        super().__setitem__(name, value)
 
 
 __all__ = ["ImplicitField", "UniformField"]

@@ -289,9 +289,10 @@ class _Run:
                      arrays["entry_local"]]
         shape = test.space.shape
         if nodal:
+            per_element = hasattr(test.space, "nodal_tables")  # point bases' tables
             kernel = _kernel(self.spec, self.key("linear_nodal", shape.name), lambda: K.nodal_kernel(
                 self.spec.call, self.domain, self.spec, self.accumulate, self.output,
-                shape.NODES_PER_ELEMENT, False, 1, self.name))
+                shape.NODES_PER_ELEMENT, False, 1, self.name, per_element))
             inputs = [*self.common, *self.node_tables(test), *node_args, view]
         else:
             kernel = _kernel(self.spec, self.key("linear"), lambda: K.linear_kernel(
@@ -305,6 +306,8 @@ class _Run:
         return output
 
     def node_tables(self, field: Any) -> tuple[Any, Any]:
+        if hasattr(field.space, "nodal_tables"):  # point bases: (cells, nodes) tables
+            return field.space.nodal_tables(self.device)
         shape = field.space.shape
         side = self.domain.element_kind != self.domain.element_kind.CELL
         weights = shape.trace_node_quadrature_weights() if side \
@@ -334,7 +337,8 @@ class _Run:
                              lambda: K.nodal_kernel(self.spec.call, self.domain, self.spec,
                                                     self.accumulate, self.output,
                                                     shape.NODES_PER_ELEMENT, True, cols_dofs,
-                                                    self.name))
+                                                    self.name,
+                                                    hasattr(test.space, "nodal_tables")))
             count = restriction.node_count()
             values = borrow_temporary(self.temporary_store, count, block_type,
                                       device=self.device)
@@ -402,7 +406,21 @@ def _linear_output(output: Any, output_type: Any, node_count: int, dofs: int,
     if output.shape[0] < node_count:
         raise RuntimeError(f"Output array must have at least {node_count} rows")
     size = dof_count(output.dtype)
-    if size * int(np.prod(output.shape[1:], dtype=int)) != dofs:
-        raise RuntimeError(f"Incompatible output array {output.dtype!r} {output.shape}: needs "
-                           f"{dofs} values per node")
+    if size == dofs and output.ndim == 1:
+        return output
+    if size != 1:
+        raise RuntimeError(f"Incompatible output type {output.dtype!r}, must be scalar or "
+                           f"vector of length {dofs}")
+    if output.ndim == 2:  # (nodes, dofs) scalars
+        if output.shape[1] != dofs:
+            raise RuntimeError(f"Incompatible output array shape, last dimension must be of "
+                               f"size {dofs}")
+    elif output.ndim == 1:  # flat scalars, read as (nodes, dofs) through the pointer
+        if output.shape[0] < node_count * dofs:
+            raise RuntimeError(f"Output array must have at least {node_count * dofs} entries")
+        if not output.is_contiguous:
+            raise RuntimeError("Flat scalar output arrays must be contiguous")
+    else:
+        raise RuntimeError("Incompatible output array shape, expected a one- or "
+                           "two-dimensional array")
     return output

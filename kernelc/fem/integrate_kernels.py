@@ -162,11 +162,35 @@ def bilinear_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: 
     return _named(integrate_bilinear, f"{name}_integrate_bilinear")
 
 
-def node_coords_func(domain: Any, nodes_per_cell: int) -> Any:
+def _node_weight_func(nodes_per_cell: int, per_element: bool) -> Any:
+    """(weights table, element, local node) -> the node's nodal quadrature weight."""
+    if per_element:
+        @kc.func
+        def element_node_weight(table: Any, element: int, local: int):
+            return table[element, local]
+
+        return element_node_weight
+
+    @kc.func
+    def shape_node_weight(table: Any, element: int, local: int):
+        return table[local % nodes_per_cell]
+
+    return shape_node_weight
+
+
+def node_coords_func(domain: Any, nodes_per_cell: int, per_element: bool = False) -> Any:
     """(elt_arg, element, local node, cell node coords) -> the node's coordinates in the
-    element, OUTSIDE if the node is not on it (side domains see cell nodes off the side)."""
+    element, OUTSIDE if the node is not on it (side domains see cell nodes off the side).
+    `per_element`: the coordinates are a (cells, nodes per cell) table, on cells."""
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
+    if per_element:
+        @kc.func
+        def element_node_coords(elt_arg: Any, element: int, local: int,
+                                table: kc.array2d(dtype=Coords)):
+            return table[element, local]
+
+        return element_node_coords
     if domain.element_kind == ElementKind.CELL:
         @kc.func
         def cell_node_coords(elt_arg: Any, element: int, local: int,
@@ -191,22 +215,26 @@ def node_coords_func(domain: Any, nodes_per_cell: int) -> Any:
 
 
 def nodal_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any,
-                 nodes_per_cell: int, bilinear: bool, dofs: int, name: str) -> Any:
+                 nodes_per_cell: int, bilinear: bool, dofs: int, name: str,
+                 per_element: bool = False) -> Any:
     """Nodal assembly: the form evaluated at each test node, weighted by the basis' nodal
     quadrature weight; one thread per (node, dof) of a vector (linear), or per (node,
     block coefficient) of the diagonal blocks (bilinear: `dofs` trial dofs per node, the
-    trial dof on the test dof's node)."""
+    trial dof on the test dof's node). `per_element`: node coordinates and weights are
+    (cells, nodes per cell) tables (point bases), not one row for all cells."""
     scalar = domain.geometry.scalar_type
     Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
     measure = domain.element_measure
-    node_coords = node_coords_func(domain, nodes_per_cell)
+    node_coords = node_coords_func(domain, nodes_per_cell, per_element)
+    node_weight = _node_weight_func(nodes_per_cell, per_element)
+    CoordsTable = kc.array2d(dtype=Coords) if per_element else kc.array(dtype=Coords)
+    WeightTable = kc.array2d(dtype=scalar) if per_element else kc.array(dtype=scalar)
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
 
     @kc.kernel
     def integrate_nodal(elt_arg: ElementArg, fields: Fields, values: Values,
-                        cell_node_coords: kc.array(dtype=Coords),
-                        node_weights: kc.array(dtype=scalar),
+                        cell_node_coords: CoordsTable, node_weights: WeightTable,
                         nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
                         entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
                         result: kc.array2d(dtype=output)):
@@ -218,7 +246,7 @@ def nodal_kernel(call: Any, domain: Any, spec: Any, accumulate: Any, output: Any
             local = entry_local[e]
             coords = node_coords(elt_arg, element, local, cell_node_coords)
             if coords[0] != scalar(OUTSIDE):
-                w = node_weights[local % nodes_per_cell]
+                w = node_weight(node_weights, element, local)
                 if kc.static(bilinear):
                     dof = kc.vec2i(local, b // dofs)
                     trial = kc.vec2i(local, b % dofs)

@@ -5,7 +5,8 @@
 
 - Quadrature points: one thread per point of a bin; the point's sample is in its bin's
   element, with the point's coordinates, index (`s.qp_index`, the particle's) and weight,
-  and the value goes to `dest[s.qp_index]`. Particles outside the domain are not visited.
+  and the value goes to `dest[s.qp_index]` (from a particle's last point only, where it has
+  several: `point_writes()`). Particles outside the domain are not visited.
 - `dest_space`: the array is read as the node values of a field of that space.
 """
 
@@ -39,9 +40,11 @@ def interpolate_at_points(itg: Any, roles: dict, quadrature: Any, dest: Any, fie
     if key not in spec.kernels:
         spec.kernels[key] = _points_kernel(spec, domain, dest_type, itg.__name__)
     target = dest if dest is not None else kc.empty(1, dtype=kc.float32, device=device)
+    writes = quadrature.point_writes(device) if hasattr(quadrature, "point_writes") else \
+        kc.full(len(bins), 1, dtype=kc.int32, device=device)
     if len(bins):
         launch(itg, spec.kernels[key], len(bins),
-               [*common, elements, particles, coords, weights, target], device)
+               [*common, elements, particles, coords, weights, writes, target], device)
 
 
 class ArrayDest:
@@ -73,13 +76,15 @@ def _points_kernel(spec: Any, domain: Any, dest_type: Any, name: str) -> Any:
     def interpolate_points(elt_arg: ElementArg, fields: Fields, values: Values,
                            elements: kc.array(dtype=int), particles: kc.array(dtype=int),
                            coords: kc.array(dtype=Coords), weights: kc.array(dtype=scalar),
-                           dest: kc.array(dtype=Dest)):
+                           writes: kc.array(dtype=int), dest: kc.array(dtype=Dest)):
         p = kc.tid()
         qp = particles[p]
         s = make_sample(elements[p], coords[p], qp, weights[p], kc.vec2i(-1, -1),
                         kc.vec2i(-1, -1))
         if kc.static(store):
-            dest[qp] = Dest(call(s, fields, values))
+            value = Dest(call(s, fields, values))
+            if writes[p] != 0:
+                dest[qp] = value
         else:
             call(s, fields, values)
 

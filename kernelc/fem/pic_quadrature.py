@@ -2,14 +2,16 @@
 for particle-in-cell and material point methods).
 
 Each particle is found in a cell of the domain (by world position, with the domain's
-partition lookup, or given as (cell, coordinates)); the points of a cell are its particles, by
+partition lookup, or given as (cell, coordinates)), or, GIMP-style, overlaps several cells
+(2-d arrays of cells, coordinates and fractions, a row per particle): each (particle, cell)
+overlap is a point, an evaluation point. The points of a cell are its overlaps, by
 increasing particle index, and a point's index (`s.qp_index`) is its particle's. A
-particle's weight is its measure over its cell's measure at the particle (so that
+point's weight is its particle's measure over its cell's measure at the point (so that
 weight x cell measure, what integrals sum, is the particle's measure), or without
-measures one over the number of particles in the cell. Particles are binned on the host:
-by geometry cell, or with `use_domain_element_indices` by the cell's index in the domain.
-Integrals over it run kernels of their own (`pic_kernels.py`): the number of points
-varies from cell to cell.
+measures one over the number of points in the cell, times its fraction. Particles are
+binned on the host: by geometry cell, or with `use_domain_element_indices` by the cell's
+index in the domain. Integrals over it run kernels of their own (`pic_kernels.py`): the
+number of points varies from cell to cell.
 """
 
 from typing import Any
@@ -35,7 +37,10 @@ class PicQuadrature(Quadrature):
         domain: A domain of cells (of a geometry or a geometry partition).
         positions: The particles' world positions (a `kc.array` of vectors), or a tuple
             (cell indices, cell coordinates) of arrays, or (cell indices, coordinates,
-            fractions), the fractions multiplying the weights.
+            fractions), the fractions multiplying the weights. GIMP-style, these are 2-d
+            arrays of shape (particles, cells per particle): a particle's cells, its
+            coordinates in each and the fraction of its measure there; entries whose cell
+            is -1 (`NULL_ELEMENT_INDEX`) are left out.
         measures: Each particle's measure (area or volume), a `kc.array`; None shares each
             cell among its particles.
         requires_grad: Accepted for Warp's sake.
@@ -47,8 +52,9 @@ class PicQuadrature(Quadrature):
         temporary_store: Accepted for Warp's sake.
 
     Raises:
-        ValueError: A domain of sides, arrays of different lengths, or measures of the
-            wrong length.
+        ValueError: A domain of sides, cell index, coordinate and fraction arrays of
+            different shapes (or of more than 2 dimensions), or measures of another shape
+            than (particles,).
     """
 
     def __init__(self, domain: GeometryDomain, positions: Any, measures: Any = None,
@@ -64,7 +70,7 @@ class PicQuadrature(Quadrature):
         self._scalar = domain.geometry.scalar_type
         self._max_dist = float(max_dist)
         self._bin(positions, measures)
-        self._device_arrays: dict[str, tuple] = {}
+        self._device_arrays: dict[str, Any] = {}
 
     @property
     def name(self) -> str:
@@ -98,11 +104,12 @@ class PicQuadrature(Quadrature):
         return self._particle_count
 
     def evaluation_point_count(self) -> int:
-        """Number of particles placed in a cell of the domain."""
+        """Number of points: particles placed in a cell of the domain, or GIMP-style,
+        (particle, cell) overlaps. Warp's also counts the entries left out."""
         return len(self._point_particle)
 
     def max_points_per_element(self) -> int:
-        """Largest number of particles in one cell."""
+        """Largest number of points in one cell."""
         return int(np.diff(self._offsets).max(initial=0))
 
     def active_cell_count(self) -> int:
@@ -117,8 +124,50 @@ class PicQuadrature(Quadrature):
 
     @property
     def cell_particle_indices(self) -> Any:
-        """The particles of each bin, bin after bin, a `kc.array`."""
+        """The particle of each point, bin after bin, a `kc.array`."""
         return self.pic_arrays()[1]
+
+    @property
+    def _cell_particle_coords(self) -> Any:
+        """The cell coordinates of each point, a `kc.array` (Warp's private name, read by
+        its tests)."""
+        return self.pic_arrays()[2]
+
+    @property
+    def _cell_particle_fraction(self) -> Any:
+        """The weight of each point (its fraction times measure over cell measure), a
+        `kc.array` (Warp's private name, read by its tests)."""
+        return self.pic_arrays()[3]
+
+    def evaluation_point_element_indices(self, device: Any = None) -> Any:
+        """For each point, (its domain element, its index among the element's points), a
+        `kc.array` of `vec2i` (-1 for bins of elements outside the domain). A point's
+        evaluation index is its position in `cell_particle_indices`: its bin's offset
+        plus its index in the bin."""
+        counts = np.diff(self._offsets)
+        bins = np.repeat(np.arange(len(counts)), counts)
+        if self._by_domain:
+            elements = bins
+        else:
+            to_domain = np.full(len(counts), -1, dtype=np.int64)
+            to_domain[self._domain.element_indices()] = np.arange(self._domain.element_count())
+            elements = to_domain[bins]
+        local = np.arange(len(bins)) - self._offsets[bins]
+        pairs = np.stack([elements, np.where(elements >= 0, local, -1)], axis=1)
+        return kc.array(pairs.astype(np.int32), dtype=kc.vec2i, device=device)
+
+    def point_writes(self, device: Any = None) -> Any:
+        """1 for each particle's last point (in evaluation order), 0 for its others, a
+        `kc.array`: `interpolate(..., at=pic)` writes a particle's value from that point
+        (what Warp leaves in it on the CPU, its points writing one after the other)."""
+        key = "writes_" + str(kc.get_device(device))
+        if key not in self._device_arrays:
+            writes = np.zeros(len(self._point_particle), dtype=np.int32)
+            backwards = self._point_particle[::-1]
+            _, first = np.unique(backwards, return_index=True)
+            writes[len(writes) - 1 - first] = 1
+            self._device_arrays[key] = kc.array(writes, dtype=kc.int32, device=device)
+        return self._device_arrays[key]
 
     def fill_element_mask(self, mask: Any) -> None:
         """Sets `mask[i]` to 1 for bins holding particles, 0 for the others."""
@@ -127,7 +176,7 @@ class PicQuadrature(Quadrature):
 
     def pic_arrays(self, device: Any = None) -> tuple:
         """(bin offsets, particle index, coordinates and weight of each point), as
-        `kc.array`s on `device`."""
+        `kc.array`s on `device`; points are in evaluation order, bin after bin."""
         key = str(kc.get_device(device))
         if key not in self._device_arrays:
             self._device_arrays[key] = (
@@ -149,57 +198,88 @@ class PicQuadrature(Quadrature):
         domain = self._domain
         fractions = None
         if isinstance(positions, kc.array):
-            cells, coords = _locate(domain, positions, self._max_dist)
-            if self._by_domain:  # geometry cell -> domain element (-1 outside the domain)
-                to_domain = np.full(domain.geometry_element_count(), NULL_ELEMENT_INDEX,
-                                    dtype=np.int64)
-                elements = domain.element_indices()
-                to_domain[elements] = np.arange(len(elements))
-                cells = np.where(cells >= 0, to_domain[np.maximum(cells, 0)], -1)
-            else:
-                inside = np.zeros(domain.geometry_element_count() + 1, dtype=bool)
-                inside[domain.element_indices()] = True
-                cells = np.where(inside[cells], cells, -1)
+            cells, coords = self._locate_cells(positions)
         else:
-            if len(positions) not in (2, 3):
-                raise ValueError("positions must be an array, or a tuple (cell indices, "
-                                 "coordinates[, fractions])")
-            arrays = [np.asarray(a.numpy() if isinstance(a, kc.array) else a)
-                      for a in positions]
-            if any(a.shape[0] != arrays[0].shape[0] for a in arrays):
-                raise ValueError("Cell index, coordinates and fraction arrays must have the "
-                                 "same shape")
-            cells, coords = arrays[0].astype(np.int64).reshape(-1), arrays[1].reshape(-1, 3)
-            fractions = arrays[2].reshape(-1) if len(arrays) == 3 else None
-        self._particle_count = len(cells)
+            cells, coords, fractions = _given_particles(positions)
+        self._particle_count = cells.shape[0]
+        per_particle = 1 if cells.ndim == 1 else cells.shape[1]
+        cells, coords = cells.reshape(-1), coords.reshape(-1, 3)
         bins = domain.element_count() if self._by_domain else domain.geometry_element_count()
         valid = (cells >= 0) & (cells < bins)
+        # entries by bin, by increasing particle (and cell slot) in a bin
         order = np.argsort(np.where(valid, cells, bins), kind="stable")[: valid.sum()]
         self._offsets = np.concatenate([[0], np.cumsum(np.bincount(cells[order],
                                                                    minlength=bins))])
-        self._point_particle = order.astype(np.int32)
+        self._point_particle = (order // per_particle).astype(np.int32)
         np_scalar = kc.types.as_type(self._scalar).np_dtype.type
         self._point_coords = np.ascontiguousarray(coords[order], dtype=np_scalar)
+        if fractions is not None:
+            fractions = fractions.reshape(-1)[order]
         self._point_weights = self._weights(cells[order], measures, fractions, np_scalar)
+
+    def _locate_cells(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(bin, cell coordinates) of world positions: -1 for those in no cell of the
+        domain."""
+        domain = self._domain
+        cells, coords = _locate(domain, positions, self._max_dist)
+        if self._by_domain:  # geometry cell -> domain element (-1 outside the domain)
+            to_domain = np.full(domain.geometry_element_count(), NULL_ELEMENT_INDEX,
+                                dtype=np.int64)
+            elements = domain.element_indices()
+            to_domain[elements] = np.arange(len(elements))
+            return np.where(cells >= 0, to_domain[np.maximum(cells, 0)], -1), coords
+        inside = np.zeros(domain.geometry_element_count() + 1, dtype=bool)
+        inside[domain.element_indices()] = True
+        return np.where(inside[cells], cells, -1), coords
 
     def _weights(self, bins: np.ndarray, measures: Any, fractions: Any,
                  np_scalar: Any) -> np.ndarray:
-        order = self._point_particle
+        """Each point's weight: its particle's measure over its cell's measure at the point
+        (or one over the points of its bin), times its fraction."""
         if measures is None:
             counts = np.diff(self._offsets)[bins]
             weights = np_scalar(1.0) / counts.astype(np_scalar)
         else:
             values = np.asarray(measures.numpy() if isinstance(measures, kc.array)
-                                else measures).reshape(-1)
+                                else measures)
             if values.shape != (self._particle_count,):
                 raise ValueError("Measures should be an 1d array or length equal to particle "
                                  "count")
             cells = self._domain.element_indices()[bins] if self._by_domain else bins
             cell_measures = _cell_measures(self._domain, cells, self._point_coords)
-            weights = values[order].astype(np_scalar) / cell_measures
+            weights = values[self._point_particle].astype(np_scalar) / cell_measures
         if fractions is not None:
-            weights = weights * fractions[order].astype(np_scalar)
+            weights = weights * fractions.astype(np_scalar)
         return np.ascontiguousarray(weights, dtype=np_scalar)
+
+
+def _given_particles(positions: Any) -> tuple[np.ndarray, np.ndarray, Any]:
+    """(cells, coordinates, fractions or None) of particles given as (cell indices,
+    coordinates[, fractions]): 1-d arrays (one cell a particle) or GIMP-style 2-d arrays
+    (particles, cells per particle), as NumPy arrays; cells of shape (particles[, cells per
+    particle]), coordinates with a last axis of 3."""
+    if not isinstance(positions, (tuple, list)) or len(positions) not in (2, 3):
+        raise ValueError("positions must be an array, or a tuple (cell indices, "
+                         "coordinates[, fractions])")
+    arrays, shapes = [], []
+    for k, item in enumerate(positions):
+        if isinstance(item, kc.array):  # a kc.array's shape leaves out its vectors' length
+            arrays.append(np.asarray(item.numpy()))
+            shapes.append(tuple(item.shape))
+        else:
+            arrays.append(np.asarray(item))
+            shapes.append(arrays[-1].shape[:-1] if k == 1 else arrays[-1].shape)
+    if len(shapes[0]) not in (1, 2):
+        raise ValueError("Cell indices must be a 1d array (a cell per particle) or a 2d array "
+                         "(particles, cells per particle)")
+    if arrays[1].shape != (*shapes[0], 3):
+        shapes[1] = None
+    if any(shape != shapes[0] for shape in shapes[1:]):
+        what = "Cell index and coordinates" if len(shapes) == 2 else \
+            "Cell index, coordinates and fraction"
+        raise ValueError(f"{what} arrays must have the same shape")
+    fractions = arrays[2] if len(arrays) == 3 else None
+    return arrays[0].astype(np.int64), arrays[1], fractions
 
 
 def _base(geometry: Any) -> Any:

@@ -109,6 +109,9 @@ class Rewriter(ast.NodeTransformer):
             raise self.error(f"fem.cells(...) cannot be assigned to parameter '{alias}'", node)
         if role == "domain":
             cells, func = cells_of_domain(self.targets[target.id])
+        elif target.id in self.aliases:  # the cells of a cell field: the same field
+            cells, func = self.targets[target.id], None
+            self.fields[alias] = self.fields[target.id]
         else:
             field, domain, func = cells_of_field(self.fields[target.id], self.domain)
             if field is None:

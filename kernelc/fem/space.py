@@ -294,6 +294,8 @@ def make_collocated_function_space(basis_space: ShapeBasisSpace, dtype: Any = No
         dof_mapper: How node dofs map to values (`SymmetricTensorMapper`, ...; default:
             nodes store values).
     """
+    if hasattr(basis_space, "make_function_space"):  # point bases (space_point.py)
+        return basis_space.make_function_space(dtype, dof_mapper)
     return FunctionSpace(basis_space, dtype, dof_mapper)
 
 

@@ -54,13 +54,13 @@ class NodePartition(SpacePartition):
         topology, part = self.space_topology, self._geo_partition
         category = np.full(topology.node_count(), _EXTERIOR, dtype=np.int64)
         cells = part.host_element_indices("cells")
-        category[topology.host_element_nodes()[cells].reshape(-1)] = _OWNED_INTERIOR
+        category[_nodes_of(topology.host_element_nodes()[cells])] = _OWNED_INTERIOR
         if not self._with_halo:
             return category
-        own_sides = topology.host_side_nodes(part.host_element_indices("sides")).reshape(-1)
+        own_sides = _nodes_of(topology.host_side_nodes(part.host_element_indices("sides")))
         category[own_sides[category[own_sides] == _EXTERIOR]] = _HALO_LOCAL
-        frontier = np.unique(topology.host_side_nodes(
-            part.host_element_indices("frontier_sides")).reshape(-1))
+        frontier = np.unique(_nodes_of(topology.host_side_nodes(
+            part.host_element_indices("frontier_sides"))))
         before = category[frontier]
         category[frontier[before == _EXTERIOR]] = _HALO_OTHER
         category[frontier[before == _OWNED_INTERIOR]] = _OWNED_FRONTIER
@@ -108,7 +108,14 @@ class NodePartition(SpacePartition):
 
     def host_partition_indices(self, space_nodes: np.ndarray) -> np.ndarray:
         """The partition index of each of `space_nodes` (-1 outside the partition)."""
-        return self._to_partition[space_nodes]
+        # -1: no node (past a point basis' cell count) stays none
+        return np.where(space_nodes >= 0, self._to_partition[space_nodes], -1)
+
+
+def _nodes_of(table: np.ndarray) -> np.ndarray:
+    """The nodes of a node table, flattened (-1: no node, past a point basis' count)."""
+    flat = table.reshape(-1)
+    return flat[flat >= 0]
 
 
 __all__ = ["NodePartition"]
