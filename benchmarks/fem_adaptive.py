@@ -21,10 +21,9 @@ import textwrap
 from _common import ROOT, print_table
 
 _DRIVER = textwrap.dedent("""
-    import importlib.util, json, sys, tempfile, time
-    from pathlib import Path
+    import importlib, json, sys, tempfile, time
     sys.path.insert(0, {root!r})
-    from tests.fem_harness import kernelc_example_source, warp_examples_dir
+    from tests.fem_harness import load_kernelc_examples
     module, degree, div_conforming, steps = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4])
     t0 = time.perf_counter()
     if module == "warp":
@@ -33,17 +32,9 @@ _DRIVER = textwrap.dedent("""
         example_module = importlib.import_module("warp.examples.fem.example_adaptive_grid")
     else:
         import kernelc as wp
-        folder = Path(tempfile.mkdtemp())
         names = {{"utils": "bench_fem_utils", "example_apic_fluid": "bench_apic",
                   "example_adaptive_grid": "bench_adaptive"}}
-        for stem, name in names.items():
-            path = folder / f"{{name}}.py"
-            path.write_text(kernelc_example_source(
-                (warp_examples_dir() / f"{{stem}}.py").read_text(), names))
-            spec = importlib.util.spec_from_file_location(name, path)
-            example_module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = example_module
-            spec.loader.exec_module(example_module)
+        example_module = load_kernelc_examples(tempfile.mkdtemp(), names)["bench_adaptive"]
     wp.set_module_options({{"enable_backward": False}})
     example = example_module.Example(quiet=True, degree=degree, div_conforming=div_conforming,
                                      headless=True)

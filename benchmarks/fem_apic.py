@@ -18,10 +18,9 @@ import textwrap
 from _common import ROOT, print_table
 
 _DRIVER = textwrap.dedent("""
-    import importlib.util, json, sys, tempfile, time
-    from pathlib import Path
+    import importlib, json, sys, tempfile, time
     sys.path.insert(0, {root!r})
-    from tests.fem_harness import kernelc_example_source, warp_examples_dir
+    from tests.fem_harness import load_kernelc_examples
     module, voxel_size, steps = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
     if module == "warp":
         import warp as wp
@@ -29,16 +28,8 @@ _DRIVER = textwrap.dedent("""
         example_module = importlib.import_module("warp.examples.fem.example_apic_fluid")
     else:
         import kernelc as wp
-        folder = Path(tempfile.mkdtemp())
         names = {{"utils": "bench_fem_utils", "example_apic_fluid": "bench_apic"}}
-        for stem, name in names.items():
-            path = folder / f"{{name}}.py"
-            path.write_text(kernelc_example_source(
-                (warp_examples_dir() / f"{{stem}}.py").read_text(), names))
-            spec = importlib.util.spec_from_file_location(name, path)
-            example_module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = example_module
-            spec.loader.exec_module(example_module)
+        example_module = load_kernelc_examples(tempfile.mkdtemp(), names)["bench_apic"]
     wp.set_module_options({{"enable_backward": False}})
     example = example_module.Example(quiet=True, stage_path=None, voxel_size=voxel_size,
                                      use_cuda_graph=False)

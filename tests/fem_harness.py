@@ -148,24 +148,30 @@ def kernelc_examples(tmp_path_factory: pytest.TempPathFactory, basename: str,
     Yields:
         The loaded modules by module name; they leave `sys.modules` on exit.
     """
-    source = warp_examples_dir()
-    if source is None:
+    if warp_examples_dir() is None:
         pytest.skip("warp-lang's examples are not installed")
-    folder = tmp_path_factory.mktemp(basename)
-    loaded = {}
     try:
-        for stem, name in modules.items():
-            path = folder / f"{name}.py"  # kernels and integrands are read back from their file
-            path.write_text(kernelc_example_source((source / f"{stem}.py").read_text(), modules))
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            loaded[name] = module
-        yield loaded
+        yield load_kernelc_examples(tmp_path_factory.mktemp(basename), modules)
     finally:
         for name in modules:
             sys.modules.pop(name, None)
+
+
+def load_kernelc_examples(folder: Path, modules: Mapping[str, str]) -> dict[str, ModuleType]:
+    """Writes Warp's example modules with kernelc for warp to `folder` (kernels and
+    integrands are read back from their file) and imports them, in order, under the names
+    `modules` gives (see `kernelc_example_source`); they stay in `sys.modules`."""
+    source = warp_examples_dir()
+    loaded = {}
+    for stem, name in modules.items():
+        path = Path(folder) / f"{name}.py"
+        path.write_text(kernelc_example_source((source / f"{stem}.py").read_text(), modules))
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        loaded[name] = module
+    return loaded
 
 
 # ---- the Warp subprocesses -----------------------------------------------------------------

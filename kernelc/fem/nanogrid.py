@@ -35,11 +35,14 @@ AXIS_FLAG = 1 << 20
 
 class NanogridBase(Geometry):
     """What regular and adaptive sparse grids share: a cell grid and its transform, index
-    grids built from voxels, and host lookups. Subclasses set `_cell_grid`, `_device`,
-    `_node_grid` (the vertices) and `_faces`, and say where each cell's nodes sit
-    (`cell_vertex_voxels`, `cell_edge_voxels`, `cell_face_voxels`)."""
+    grids built from voxels, host lookups and kernel arguments. Subclasses set `_cell_grid`,
+    `_device`, `_cell_ijk`, `_node_grid` (the vertices), `_faces`, `_args` and the transform
+    (`_init_transform`), and say where each cell's nodes sit (`cell_vertex_voxels`,
+    `cell_edge_voxels`, `cell_face_voxels`)."""
 
     dimension = 3
+    _args: dict[Any, Any]
+    _cell_ijk: Any
     _cell_grid: kc.Volume
     _device: Any
     _node_grid: kc.Volume
@@ -152,6 +155,39 @@ class NanogridBase(Geometry):
     def topology_face_grid(self) -> kc.Volume:
         """The index grid numbering face nodes."""
         return self.face_grid
+
+    # ---- kernel arguments --------------------------------------------------------------
+
+    def cell_arg_value(self, device: Any = None) -> Any:
+        key = ("cell", str(kc.get_device(device)))
+        if key not in self._args:
+            arg = self.CellArg()
+            arg.cell_grid = self._cell_grid.id
+            arg.cell_ijk = self._cell_ijk.to(device)
+            arg.inverse_transform = self._inverse_transform
+            arg.cell_volume = self._scalar_type(self._cell_volume)
+            self._fill_cell_arg(arg, device)
+            self._args[key] = arg
+        return self._args[key]
+
+    def side_arg_value(self, device: Any = None) -> Any:
+        key = ("side", str(kc.get_device(device)))
+        if key not in self._args:
+            _, face_ijk, flags, _ = self._faces
+            arg = self.SideArg()
+            arg.cell_arg = self.cell_arg_value(device)
+            arg.face_ijk = kc.array(face_ijk, dtype=kc.vec3i, device=device)
+            arg.face_flags = kc.array(flags, dtype=kc.uint8, device=device)
+            arg.face_areas = self._face_areas
+            self._fill_side_arg(arg, device)
+            self._args[key] = arg
+        return self._args[key]
+
+    def _fill_cell_arg(self, arg: Any, device: Any) -> None:
+        """Sets the cell argument's fields of the subclass's own."""
+
+    def _fill_side_arg(self, arg: Any, device: Any) -> None:
+        """Sets the side argument's fields of the subclass's own."""
 
 
 class Nanogrid(NanogridBase):
@@ -276,32 +312,6 @@ class Nanogrid(NanogridBase):
         uvw = (self._cell_ijk_host[:, None, :].astype(np.float64)
                + np.asarray(coords, dtype=np.float64)[None, :, :3] - 0.5)
         return uvw @ t.T + np.asarray(info.translation, dtype=np.float64)
-
-    # ---- kernel arguments --------------------------------------------------------------
-
-    def cell_arg_value(self, device: Any = None) -> Any:
-        key = ("cell", str(kc.get_device(device)))
-        if key not in self._args:
-            arg = self.CellArg()
-            arg.cell_grid = self._cell_grid.id
-            arg.cell_ijk = self._cell_ijk.to(device)
-            arg.inverse_transform = self._inverse_transform
-            arg.cell_volume = self._scalar_type(self._cell_volume)
-            self._args[key] = arg
-        return self._args[key]
-
-    def side_arg_value(self, device: Any = None) -> Any:
-        key = ("side", str(kc.get_device(device)))
-        if key not in self._args:
-            _, face_ijk, flags, _ = self._faces
-            arg = self.SideArg()
-            arg.cell_arg = self.cell_arg_value(device)
-            arg.face_ijk = kc.array(face_ijk, dtype=kc.vec3i, device=device)
-            arg.face_flags = kc.array(flags, dtype=kc.uint8, device=device)
-            arg.face_areas = self._face_areas
-            self._args[key] = arg
-        return self._args[key]
-
 
 # ---- voxel helpers -----------------------------------------------------------------------
 

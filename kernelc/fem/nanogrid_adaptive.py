@@ -225,31 +225,12 @@ class AdaptiveNanogrid(NanogridBase):
 
     # ---- kernel arguments --------------------------------------------------------------
 
-    def cell_arg_value(self, device: Any = None) -> Any:
-        key = ("cell", str(kc.get_device(device)))
-        if key not in self._args:
-            arg = self.CellArg()
-            arg.cell_grid = self._cell_grid.id
-            arg.cell_ijk = self._cell_ijk.to(device)
-            arg.cell_level = self._cell_level.to(device)
-            arg.inverse_transform = self._inverse_transform
-            arg.cell_volume = self._scalar_type(self._cell_volume)
-            arg.level_count = self.level_count
-            self._args[key] = arg
-        return self._args[key]
+    def _fill_cell_arg(self, arg: Any, device: Any) -> None:
+        arg.cell_level = self._cell_level.to(device)
+        arg.level_count = self.level_count
 
-    def side_arg_value(self, device: Any = None) -> Any:
-        key = ("side", str(kc.get_device(device)))
-        if key not in self._args:
-            _, face_ijk, flags, cells = self._faces
-            arg = self.SideArg()
-            arg.cell_arg = self.cell_arg_value(device)
-            arg.face_ijk = kc.array(face_ijk, dtype=kc.vec3i, device=device)
-            arg.face_cell_indices = kc.array(cells, dtype=kc.vec2i, device=device)
-            arg.face_flags = kc.array(flags, dtype=kc.uint8, device=device)
-            arg.face_areas = self._face_areas
-            self._args[key] = arg
-        return self._args[key]
+    def _fill_side_arg(self, arg: Any, device: Any) -> None:
+        arg.face_cell_indices = kc.array(self._faces[3], dtype=kc.vec2i, device=device)
 
 
 # ---- host helpers ------------------------------------------------------------------------
