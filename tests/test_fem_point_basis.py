@@ -432,8 +432,8 @@ def test_warp_point_basis():
         "q": fem.make_trial(space)})
     assert (mat.nrow, mat.ncol, mat.nnz_sync()) == (9, 3, 12)
 
-    # Warp interpolates the trial field's gradient into a matrix (not supported by kernelc):
-    # the same gradients, of a field with one unit dof, at the particles
+    # The trial field's gradients at the particles (Warp's test interpolates them into a
+    # matrix): those of a field with one unit dof
     ref_grad = 2.0 * _rbf_grad(neighbours, radius) * np.array([0.25 - 0.33, 0.33 - 0.25])
     for node, other, sign in ((1, 0, 1.0), (0, 1, -1.0)):
         field = space.make_field()

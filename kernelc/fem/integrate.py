@@ -112,7 +112,7 @@ def launch(integrand: Integrand, kernel: Any, dim: Any, inputs: list, device: An
 
 # The files whose kernels call integrands: an error there is about the integrand's value.
 KERNEL_TEMPLATES = frozenset({"integrate_kernels.py", "interpolate.py", "pic_kernels.py",
-                              "interpolate_points.py"})
+                              "interpolate_points.py", "interpolate_jacobian.py"})
 _FEM_DIR = Path(__file__).parent
 
 

@@ -12,13 +12,7 @@ from typing import Any
 import kernelc as kc
 from kernelc.fem.dof_mapper import is_identity
 from kernelc.fem.domain import GeometryDomain
-from kernelc.fem.field import (
-    DiscreteField,
-    FieldLike,
-    TestField,
-    TrialField,
-    make_space_restriction,
-)
+from kernelc.fem.field import DiscreteField, FieldLike, make_space_restriction
 from kernelc.fem.field_restriction import FieldRestriction
 from kernelc.fem.integrand import Integrand, integrand, value_type_of
 from kernelc.fem.integrate import _check_field_compat, _fill_structs, _parse_arguments, launch
@@ -27,6 +21,7 @@ from kernelc.fem.interpolate_points import ArrayDest, interpolate_at_points
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
 from kernelc.fem.restriction import SpaceRestriction
 from kernelc.fem.types import OUTSIDE, Field, Sample, coords_type, sample_builder
+from kernelc.sparse import BsrMatrix
 
 _REDUCTIONS = ("weighted_average", "mean", "sum", "max", "min", "first")
 
@@ -74,9 +69,18 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
     roles, test_name, trial_name, _ = _parse_arguments(integrand, fields, values)
     if test_name:
         raise ValueError(f"Test field '{test_name}' maybe not be used for interpolation")
-    if trial_name or any(isinstance(f, (TestField, TrialField)) for f in fields.values()):
-        raise NotImplementedError("interpolating Jacobians (trial fields) is not supported yet")
+    if trial_name and not isinstance(dest, BsrMatrix):
+        raise ValueError(f"Interpolation using trial field '{trial_name}' requires 'dest' to be "
+                         "a `kernelc.sparse.BsrMatrix`")
+    if isinstance(dest, BsrMatrix) and not trial_name:
+        raise ValueError("Interpolation into a sparse matrix 'dest' computes a Jacobian: one of "
+                         "the fields must be a trial field (`fem.make_trial`)")
     device = kc.get_device(device)
+    if trial_name:
+        from kernelc.fem.interpolate_jacobian import interpolate_jacobian
+
+        return interpolate_jacobian(integrand, roles, trial_name, dest, at, dest_space, dim,
+                                    fields, values, reduction, device, bsr_options)
     if isinstance(dest, FieldRestriction):
         restriction, dest = dest.space_restriction, dest.field
     elif isinstance(at, SpaceRestriction):
