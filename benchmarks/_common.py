@@ -80,3 +80,22 @@ def print_table(rows: list[tuple]) -> None:
     widths = [max(len(str(r[k])) for r in rows) for k in range(len(rows[0]))]
     for r in rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+def phase_rows(results: dict[str, dict | None], phases: list[tuple[str, str]]) -> list[tuple]:
+    """Table rows comparing Warp's and kernelc's runs of one program, a row per phase:
+    `(label, key)` reads `results[system][key]` (seconds), the key "steps" the median of a
+    list of step times; a failed run (None) shows as "failed"."""
+    def seconds(run: dict | None, key: str) -> float | None:
+        if not run:
+            return None
+        value = run[key]
+        return sorted(value)[len(value) // 2] if key == "steps" else value
+
+    rows = []
+    for label, key in phases:
+        w, k = seconds(results["warp"], key), seconds(results["kernelc"], key)
+        rows.append((label, f"{w * 1e3:.0f} ms" if w else "failed",
+                     f"{k * 1e3:.0f} ms" if k else "failed",
+                     f"{w / k:.1f}x" if w and k else ""))
+    return rows

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import textwrap
 
-from _common import ROOT, print_table
+from _common import ROOT, phase_rows, print_table
 
 _DRIVER = textwrap.dedent("""
     import importlib, json, sys, tempfile, time
@@ -71,16 +71,8 @@ def main() -> int:
     basis = "RT" if args.div_conforming else "Q"
     rows = [(f"example_adaptive_grid, {basis}{args.degree} velocity ({cells} cells)",
              "warp 1.19 cpu", "kernelc", "speed-up")]
-    median = {m: sorted(r["steps"])[len(r["steps"]) // 2] if r else None
-              for m, r in results.items()}
-    build = {m: r["build"] if r else None for m, r in results.items()}
-    first = {m: r["first"] if r else None for m, r in results.items()}
-    for label, values in (("import and build grid (compiles)", build),
-                          ("first step (compiles)", first), ("median step", median)):
-        w, k = values["warp"], values["kernelc"]
-        rows.append((label, f"{w * 1e3:.0f} ms" if w else "failed",
-                     f"{k * 1e3:.0f} ms" if k else "failed",
-                     f"{w / k:.1f}x" if w and k else ""))
+    rows += phase_rows(results, [("import and build grid (compiles)", "build"),
+                                 ("first step (compiles)", "first"), ("median step", "steps")])
     print_table(rows)
     return 0
 

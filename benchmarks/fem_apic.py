@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 
-from _common import ROOT, print_table
+from _common import ROOT, phase_rows, print_table
 
 _DRIVER = textwrap.dedent("""
     import importlib, json, sys, tempfile, time
@@ -62,14 +62,8 @@ def main() -> int:
     particles = next((r["particles"] for r in results.values() if r), "?")
     rows = [(f"example_apic_fluid, voxel {args.voxel_size} ({particles} particles)",
              "warp 1.19 cpu", "kernelc", "speed-up")]
-    median = {m: sorted(r["steps"])[len(r["steps"]) // 2] if r else None
-              for m, r in results.items()}
-    first = {m: r["first"] if r else None for m, r in results.items()}
-    for label, values in (("first step (compiles)", first), ("median step", median)):
-        w, k = values["warp"], values["kernelc"]
-        rows.append((label, f"{w * 1e3:.0f} ms" if w else "failed",
-                     f"{k * 1e3:.0f} ms" if k else "failed",
-                     f"{w / k:.1f}x" if w and k else ""))
+    rows += phase_rows(results, [("first step (compiles)", "first"),
+                                 ("median step", "steps")])
     print_table(rows)
     return 0
 
