@@ -338,3 +338,5 @@ def test_func_decorator_keywords(rng):
     assert triple.__name__ == "scaled_by_three"
     with pytest.raises(TypeError, match="inline must be a bool or None"):
         kc.func(inline="yes")
+    # both forms are typed for static checkers (the bare decorator and the keyword one)
+    assert len(typing.get_overloads(kc.func)) == 2

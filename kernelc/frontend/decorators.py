@@ -331,6 +331,15 @@ def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
     return wrap(f) if f is not None else wrap
 
 
+@typing.overload
+def func(f: Callable) -> Func: ...
+
+
+@typing.overload
+def func(f: None = None, *, name: str | None = None, module: Any = None,
+         inline: bool | None = None) -> Callable[[Callable], Func]: ...
+
+
 def func(f: Callable | None = None, *, name: str | None = None, module: Any = None,
          inline: bool | None = None) -> Any:
     """Decorator making a Python function callable from kernels (`@kc.func`, or
