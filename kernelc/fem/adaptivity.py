@@ -15,8 +15,8 @@ import kernelc as kc
 from kernelc.fem.domain import Cells
 from kernelc.fem.integrand import integrand
 from kernelc.fem.interpolate import interpolate
-from kernelc.fem.nanogrid import _CUBE_CORNERS, lookup_voxels
-from kernelc.fem.nanogrid_adaptive import AdaptiveNanogrid, find_cells, grid_voxels
+from kernelc.fem.nanogrid import _CUBE_CORNERS, grid_voxels, lookup_voxels
+from kernelc.fem.nanogrid_adaptive import AdaptiveNanogrid, find_cells
 from kernelc.fem.operators import lookup
 from kernelc.fem.types import NULL_ELEMENT_INDEX, Domain, Field, Sample
 

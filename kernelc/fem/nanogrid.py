@@ -235,8 +235,7 @@ class Nanogrid(NanogridBase):
         """Reads the cells (the active voxels) from the cell grid, and makes the vertex
         grid; the face and edge grids follow when first needed."""
         grid = self._cell_grid
-        voxels = grid.get_voxels().numpy()[:grid.get_active_stats().voxel_count]
-        self._cell_ijk_host = np.ascontiguousarray(voxels, dtype=np.int32)
+        self._cell_ijk_host = grid_voxels(grid)
         if len(self._cell_ijk_host) == 0:
             raise ValueError("Nanogrid requires at least one active cell")
         self._cell_ijk = kc.array(self._cell_ijk_host, dtype=kc.vec3i, device=self._device)
@@ -318,6 +317,13 @@ class Nanogrid(NanogridBase):
 # Corner n of a cell is (n >> 2 & 1, n >> 1 & 1, n & 1), as a cube's vertex n.
 _CUBE_CORNERS = np.array([[(n >> 2) & 1, (n >> 1) & 1, n & 1] for n in range(8)],
                          dtype=np.int32)
+
+
+def grid_voxels(volume: kc.Volume) -> np.ndarray:
+    """The active voxels (n, 3) of a volume, in its voxel order (a rebuildable volume's
+    buffer holds its capacity; the rows past the active ones are left out)."""
+    voxels = volume.get_voxels().numpy()[:volume.get_active_stats().voxel_count]
+    return np.ascontiguousarray(voxels, dtype=np.int32)
 
 
 def flag_axis(ijk: np.ndarray, axis: Any) -> np.ndarray:

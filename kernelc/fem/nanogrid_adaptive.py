@@ -27,6 +27,7 @@ from kernelc.fem.nanogrid import (
     NanogridBase,
     cell_edges,
     flag_axis,
+    grid_voxels,
     lookup_voxels,
     unflag_axis,
 )
@@ -234,12 +235,6 @@ class AdaptiveNanogrid(NanogridBase):
 
 
 # ---- host helpers ------------------------------------------------------------------------
-
-
-def grid_voxels(volume: kc.Volume) -> np.ndarray:
-    """The active voxels (n, 3) of a volume, in its voxel order."""
-    voxels = volume.get_voxels().numpy()[:volume.get_active_stats().voxel_count]
-    return np.ascontiguousarray(voxels, dtype=np.int32)
 
 
 def encode_level(ijk: np.ndarray, level: np.ndarray) -> np.ndarray:
