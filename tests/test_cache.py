@@ -420,3 +420,42 @@ def test_cache_off_writes_nothing(tmp_path):
     finally:
         kc.config.cache_kernels, kc.config.kernel_cache_dir = previous
     assert a.numpy().tolist() == [6, 6] and not (tmp_path / "off").exists()
+
+
+STRUCT_SCRIPT = """
+import sys
+import numpy as np
+import kernelc as kc
+
+# The same struct name and kernel source; the second run adds fields after `scale`, so
+# the kernel's IR is the same text while the arguments after the struct move.
+fields = {"scale": float} if sys.argv[1] == "1" else {
+    "scale": float, "more": kc.mat33, "extra": kc.array(dtype=kc.vec3i)}
+Params = kc.struct(type("Params", (), {"__annotations__": fields}))
+
+@kc.kernel
+def scaled(p: Params, a: kc.array(dtype=float), o: kc.array(dtype=float)):
+    i = kc.tid()
+    o[i] = a[i] * p.scale
+
+p = Params()
+p.scale = 3.0
+a = kc.array(np.arange(1, 9, dtype=np.float32), dtype=float)
+o = kc.full(8, np.nan, dtype=float)
+kc.launch(scaled, 8, inputs=[p, a, o])
+print("OUT", ",".join(str(v) for v in o.numpy()))
+"""
+
+
+def test_struct_layout_is_part_of_the_key(tmp_path: Path) -> None:
+    # A struct whose fields changed under the same name must compile anew: loading the
+    # image made for the old layout would read its arguments at the old offsets.
+    script = tmp_path / "struct_layout.py"
+    script.write_text(STRUCT_SCRIPT)
+    cache = tmp_path / "cache"
+    expected = ",".join(str(v) for v in np.arange(1, 9, dtype=np.float32) * 3.0)
+    for variant in ("1", "2"):
+        proc = subprocess.run([sys.executable, str(script), variant], env=_env(cache),
+                              text=True, capture_output=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert f"OUT {expected}" in proc.stdout

@@ -32,9 +32,50 @@ OBJECT_EXT = "o"
 
 
 def ir_hash(module: ir.Module, *options: Any) -> str:
-    """SHA-256 of the IR text and the options: names the entry symbol and keys the cache."""
-    text = format_module(module) + "|" + "|".join(map(repr, options))
+    """SHA-256 of the IR text, the layouts of the structs it uses and the options: names
+    the entry symbol and keys the cache."""
+    text = (format_module(module) + "|" + _struct_definitions(module) + "|"
+            + "|".join(map(repr, options)))
     return sha256(text.encode()).hexdigest()
+
+
+def _struct_definitions(module: ir.Module) -> str:
+    """Every struct type the module uses, with its fields: the IR text names structs only,
+    and a struct whose fields changed under the same name must not load an old image."""
+    seen: dict[int, T.StructType] = {}
+
+    def visit_type(t: Any) -> None:
+        if isinstance(t, T.StructType):
+            if id(t) in seen:
+                return
+            seen[id(t)] = t
+            for _, f in t.fields:
+                visit_type(f)
+        else:
+            inner = getattr(t, "dtype", None)
+            if isinstance(inner, T.Type):
+                visit_type(inner)
+
+    def visit_block(block: Any) -> None:
+        for stmt in block:
+            for name in ("result", "value", "cond"):
+                value = getattr(stmt, name, None)
+                if isinstance(value, ir.Value):
+                    visit_type(value.type)
+            for value in getattr(stmt, "args", ()) or ():
+                if isinstance(value, ir.Value):
+                    visit_type(value.type)
+            for name in ("then_body", "else_body", "body", "cond_body"):
+                inner = getattr(stmt, name, None)
+                if inner is not None:
+                    visit_block(inner)
+
+    for fn in (*module.funcs, module.kernel):
+        for value in (*fn.params, *fn.slots):
+            visit_type(value.type)
+        visit_block(fn.body)
+    return ";".join(sorted(f"{t.name}{{{', '.join(f'{n}: {f!r}' for n, f in t.fields)}}}"
+                           for t in seen.values()))
 
 
 def optimized_ir(kernel, arg_types: tuple[T.Type, ...]) -> ir.Module:
