@@ -287,8 +287,12 @@ def test_errors():
         linear.cg(BsrMatrix(), b, x)
     with pytest.raises(ValueError, match="Unable to create LinearOperator"):
         linear.aslinearoperator(np.eye(4))
-    with pytest.raises(NotImplementedError, match="batch"):
-        linear.aslinearoperator(A, batch_offsets=kc.zeros(2, dtype=int))
+    with pytest.raises(ValueError, match="requires batch_offsets"):
+        linear.aslinearoperator(A, max_batch_length=4)
+    with pytest.raises(ValueError, match="non-negative"):
+        linear.aslinearoperator(A, batch_offsets=kc.zeros(2, dtype=int), max_batch_length=-1)
+    with pytest.raises(TypeError, match="int32"):
+        linear.aslinearoperator(A, batch_offsets=kc.zeros(2, dtype=kc.int64))
     cases: list[tuple[Any, ...]] = [
         (TypeError, "b must hold float32", (A, kc.zeros(4, dtype=kc.float64), x)),
         (TypeError, "float32 or float64", (kc.zeros((4, 4), dtype=int), b, x)),

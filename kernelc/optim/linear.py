@@ -4,7 +4,9 @@ and diagonal matrices and user-defined operators.
 `cg` and `cr` solve symmetric positive-definite systems, `bicgstab` and `gmres` general
 ones. Each updates `x` in place, starting from its values, and returns (iterations,
 residual norm, absolute tolerance). Everything runs in kernels on the matrix's device; the
-host reads the residual only every `check_every` iterations. The algorithms, their
+host reads the residual only every `check_every` iterations. An operator with
+`batch_offsets` holds independent subproblems, solved together, each to its own tolerance
+(see `aslinearoperator`). The algorithms, their
 stopping rules and their rounding are Warp 1.19's: on the CPU, iteration counts and results
 agree with Warp's.
 
@@ -52,8 +54,9 @@ def cg(A: Any, b: array, x: array, tol: float | None = None, atol: float | None 
         x: The initial guess, overwritten with the solution (same shape and dtype as b).
         tol: Relative tolerance on the residual norm, as a fraction of |b|.
         atol: Absolute tolerance on the residual norm.
-        maxiter: Maximum number of iterations (0 or None: the system size). With
-            `restart`, whole restart cycles run, so up to `restart - 1` more.
+        maxiter: Maximum number of iterations (0 or None: the system size, divided by the
+            number of subproblems of a batched operator). With `restart`, whole restart
+            cycles run, so up to `restart - 1` more.
         M: Optional preconditioner, ideally close to A's inverse (see `preconditioner`).
         callback: Called as `callback(iteration, residual_norm, atol)` before the first
             iteration, at every check that does not stop, and once at the end. With
@@ -70,9 +73,10 @@ def cg(A: Any, b: array, x: array, tol: float | None = None, atol: float | None 
             direction (checks happen at cycle ends only). None: no restarts.
 
     Returns:
-        (iterations, residual norm, absolute tolerance) as an int and two floats; with
-        `check_every=0`, (iterations, squared residual norm, squared tolerance) as
-        1-element device arrays; with `run=False`, the solver object.
+        (iterations, residual norm, absolute tolerance) as an int and two floats (for a
+        batched operator, the largest over its subproblems); with `check_every=0`,
+        (iterations, squared residual norm, squared tolerance) as device arrays (one
+        element, or one per subproblem); with `run=False`, the solver object.
 
     Raises:
         TypeError: Arrays of another dtype than A's scalar type, or a bad `restart`.

@@ -17,7 +17,6 @@ import kernelc as kc
 from kernelc.optim import linear_kernels as K
 from kernelc.optim.linear_operator import LinearOperator
 from kernelc.optim.linear_state import (
-    Dot,
     LinearSolverState,
     check_positive_int,
     dtype_epsilon,
@@ -57,21 +56,26 @@ class GMRES(LinearSolverState):
             self._check_every = max(restart, self._check_every)
         # Warp passes eps**2 as a float32 kernel argument; round it the same way.
         self._pivot_tolerance = scalar(np.float32(dtype_epsilon(scalar) ** 2))
+        batches = self._batch_count
         self._r = kc.empty(n, dtype=scalar, device=device)
         self._w = kc.empty(n, dtype=scalar, device=device)
-        self._H = kc.empty((restart + 1, restart), dtype=scalar, device=device)
-        self._y = kc.empty(restart + 1, dtype=scalar, device=device)
+        # One Hessenberg matrix and least-squares solution per subproblem; H[k, j] holds
+        # the subproblems' coefficients side by side, so that a column of projections is a
+        # (j + 1, subproblems) block that the dot products fill directly.
+        self._H = kc.zeros((restart + 1, restart, batches), dtype=scalar, device=device)
+        self._y = kc.empty((batches, restart + 1), dtype=scalar, device=device)
         self._V = kc.zeros((restart + 1, n), dtype=scalar, device=device)
-        self._beta = kc.empty((1, 1), dtype=scalar, device=device)
-        self._atol_sq = kc.empty(1, dtype=scalar, device=device)
-        self._dot = Dot(n, scalar, device, columns=restart + 1)
+        self._beta = kc.empty(batches, dtype=scalar, device=device)
+        self._atol_sq = kc.empty(batches, dtype=scalar, device=device)
+        self._dot = self._make_dot(restart + 1)
         w = self._w
         self._w_repeated = view(w, (restart + 1, n), (0, w.strides[0]))
         self._V_rows = [self._V[k] for k in range(restart + 1)]
-        # The projections w.V[k], k <= j, go straight into column j of H.
         H = self._H
-        self._H_columns = [view(H, (j + 1, 1), (H.strides[0], H.strides[1]), j * H.strides[1])
-                           for j in range(restart)]
+        self._H_columns = [view(H, (j + 1, batches), (H.strides[0], H.strides[2]),
+                                j * H.strides[1]) for j in range(restart)]
+        # H[j + 1, j]: where the norm of the new basis vector goes, per subproblem.
+        self._H_subdiagonal = [H[j + 1][j] for j in range(restart)]
 
     def _run(self, A: LinearOperator, b: array, x: array,
              M: LinearOperator | None) -> tuple[Any, Any, Any]:
@@ -84,9 +88,12 @@ class GMRES(LinearSolverState):
         dot.compute(r, r, col_offset=0)
         w.zero_()
 
-        def normalize(src: array, dest: array, norm_out: array, row: int, col: int) -> None:
-            # dest = src / |src| (|src|^2 is column 0 of the dot); |src| -> norm_out[row, col]
-            self._launch(K.gmres_normalize_kernel, [src, dest, dot.col(0), norm_out, row, col,
+        offsets = self._offsets
+
+        def normalize(src: array, dest: array, norm_out: array) -> None:
+            # dest = src / |src| per subproblem (|src|^2 is column 0 of the dot); |src| goes
+            # to norm_out, one per subproblem.
+            self._launch(K.gmres_normalize_kernel, [src, dest, dot.col(0), norm_out, offsets,
                                                     zero])
 
         def do_arnoldi_iteration(j: int) -> None:
@@ -100,9 +107,9 @@ class GMRES(LinearSolverState):
                 M.matvec(v_j, v_next, v_next, alpha=1, beta=0)
                 A.matvec(v_next, w, w, alpha=1, beta=0)
             dot.compute(self._w_repeated[:j + 1], V[:j + 1], out=self._H_columns[j])
-            self._launch(K.gmres_arnoldi_axpy_kernel, [j, V, w, H, zero])
+            self._launch(K.gmres_arnoldi_axpy_kernel, [j, V, w, H, offsets, zero])
             dot.compute(w, w)
-            normalize(w, v_next, H, j + 1, j)
+            normalize(w, v_next, self._H_subdiagonal[j])
 
         def do_restart_cycle() -> None:
             if left:
@@ -111,17 +118,18 @@ class GMRES(LinearSolverState):
             else:
                 rh = r
             dot.compute(rh, rh)
-            normalize(rh, self._V_rows[0], beta, 0, 0)
+            normalize(rh, self._V_rows[0], beta)
             for j in range(restart):
                 do_arnoldi_iteration(j)
             self._launch(K.gmres_least_squares_kernel,
-                         [restart, self._pivot_tolerance, beta, H, y, zero], 1)
+                         [restart, self._pivot_tolerance, beta, H, y, zero], self._batch_count)
             if M is None or left:
-                self._launch(K.gmres_update_x_kernel, [restart, self._scalar_type(1), y, V, x])
+                self._launch(K.gmres_update_x_kernel,
+                             [restart, self._scalar_type(1), y, V, x, offsets])
             else:  # x += M (V y)
-                self._launch(K.gmres_update_x_kernel, [restart, zero, y, V, w])
+                self._launch(K.gmres_update_x_kernel, [restart, zero, y, V, w, offsets])
                 M.matvec(w, r, r, alpha=1, beta=0)
-                self._launch(K.add_kernel, [r, x])
+                self._launch(K.add_kernel, [r, x, offsets])
             self._copy(b, r)
             A.matvec(x, b, r, alpha=-1.0, beta=1.0)
             dot.compute(r, r)

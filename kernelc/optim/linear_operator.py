@@ -39,24 +39,36 @@ class LinearOperator:
         dtype: Type of the operator's elements (float32 or float64 for the solvers).
         device: Device on which the products run.
         matvec: The generalised matrix-vector product.
-        batch_offsets: Warp's partition into independent subproblems; kernelc does not
-            solve batched systems, so it must be None.
-        max_batch_length: Goes with `batch_offsets`; must be None.
+        batch_offsets: Optional 1-d int32 array of B + 1 offsets that splits the scalar
+            unknowns into B independent subproblems: subproblem k is
+            `batch_offsets[k]:batch_offsets[k + 1]`. Unknowns at or past
+            `batch_offsets[-1]` are inactive: the solvers leave them alone.
+        max_batch_length: Optional upper bound on a subproblem's length (needs
+            `batch_offsets`); it sizes the reductions on CUDA devices, and a solver object
+            must keep it.
 
     Raises:
-        NotImplementedError: `batch_offsets` or `max_batch_length` is given.
+        ValueError: `max_batch_length` without `batch_offsets`, or negative; or
+            `batch_offsets` is not 1-d with at least 2 entries.
+        TypeError: `batch_offsets` is not an int32 `kc.array` with memory.
     """
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, device: Any, matvec: Callable,
                  batch_offsets: array | None = None,
                  max_batch_length: int | None = None) -> None:
-        if batch_offsets is not None or max_batch_length is not None:
-            raise NotImplementedError("batched linear operators (batch_offsets, "
-                                      "max_batch_length) are not supported by kernelc")
+        if max_batch_length is not None:
+            if batch_offsets is None:
+                raise ValueError("max_batch_length requires batch_offsets")
+            if max_batch_length < 0:
+                raise ValueError("max_batch_length must be non-negative")
+        if batch_offsets is not None:
+            _check_offsets(batch_offsets)
         self._shape = tuple(shape)
         self._dtype = dtype
         self._device = device
         self._matvec = matvec
+        self._batch_offsets = batch_offsets
+        self._max_batch_length = max_batch_length
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -86,22 +98,43 @@ class LinearOperator:
         return dtype.dtype if isinstance(dtype, (T.VectorType, T.MatrixType)) else dtype
 
     @property
-    def batch_offsets(self) -> None:
-        """Always None: kernelc's operators hold one system."""
-        return None
+    def batch_offsets(self) -> array | None:
+        """The offsets splitting the scalar unknowns into subproblems, or None."""
+        return self._batch_offsets
 
     @property
     def batch_count(self) -> int:
-        """Number of independent subproblems: 1."""
-        return 1
+        """Number of independent subproblems (1 without `batch_offsets`)."""
+        return 1 if self._batch_offsets is None else self._batch_offsets.shape[0] - 1
 
     @property
-    def max_batch_length(self) -> None:
-        """Always None (see `batch_offsets`)."""
-        return None
+    def max_batch_length(self) -> int | None:
+        """Upper bound on a subproblem's length, or None."""
+        return self._max_batch_length
 
     def __repr__(self) -> str:
-        return f"LinearOperator(shape={self._shape}, dtype={self._dtype!r}, device={self._device})"
+        batches = "" if self._batch_offsets is None else f", batch_count={self.batch_count}"
+        return (f"LinearOperator(shape={self._shape}, dtype={self._dtype!r}, "
+                f"device={self._device}{batches})")
+
+
+def _check_offsets(offsets: Any) -> None:
+    if not isinstance(offsets, array) or offsets.ptr is None:
+        raise TypeError(f"batch_offsets must be a kc.array of int32 with memory, got "
+                        f"{type(offsets).__name__}")
+    if offsets.dtype != T.int32:
+        raise TypeError(f"batch_offsets must hold int32 offsets, got {offsets.dtype!r}")
+    if offsets.ndim != 1 or offsets.shape[0] < 2:
+        raise ValueError(f"batch_offsets must be a 1-d array of B + 1 offsets (B >= 1), got "
+                         f"shape {offsets.shape}")
+
+
+def scalar_rows(op: LinearOperator) -> int:
+    """Number of scalar rows: a diagonal operator of vectors has `length` per entry."""
+    dtype = op.dtype
+    if len(op.shape) == 1 and isinstance(dtype, T.VectorType):
+        return op.shape[0] * dtype.length
+    return op.shape[0]
 
 
 def is_sparse_matrix(A: Any) -> bool:
@@ -114,6 +147,8 @@ def _check_matrix_array(A: array, what: str) -> None:
     if A.ptr is None:
         raise TypeError(f"{what}: the matrix must be a kc.array with memory, not a type "
                         f"annotation")
+    if A.ndim == 1 and isinstance(A.dtype, T.VectorType) and A.dtype.dtype in SCALAR_TYPES:
+        return  # the diagonal of a block-diagonal operator, as vectors
     if A.dtype not in SCALAR_TYPES:
         raise TypeError(f"{what}: the matrix must hold float32 or float64 scalars, got "
                         f"{A.dtype!r}")
@@ -132,11 +167,17 @@ def _dense_matvec(A: array) -> Callable:
 
 
 def _diag_matvec(A: array) -> Callable:
+    diag = A
+    if isinstance(A.dtype, T.VectorType):  # vector diagonals act on their scalar views
+        from kernelc.sparse.matrix import scalar_view
+
+        diag = scalar_view(A, A.dtype.dtype, (A.shape[0] * A.dtype.length,))
+
     def diag_mv(x: array, y: array, z: array, alpha: float, beta: float) -> None:
-        scalar = A.dtype
-        x, y, z = (_scalars(v, scalar, A.shape[0]) for v in (x, y, z))
-        kc.launch(K.diag_mv_kernel, dim=A.shape[0], device=A.device,
-                  inputs=[A, x, y, z, scalar(alpha), scalar(beta), scalar(0)])
+        scalar, count = diag.dtype, diag.shape[0]
+        x, y, z = (_scalars(v, scalar, count) for v in (x, y, z))
+        kc.launch(K.diag_mv_kernel, dim=count, device=A.device,
+                  inputs=[diag, x, y, z, scalar(alpha), scalar(beta), scalar(0)])
 
     return diag_mv
 
@@ -173,23 +214,25 @@ def aslinearoperator(A: Any, batch_offsets: array | None = None,
     """Wraps a matrix as a `LinearOperator` (Warp's `warp.optim.linear.aslinearoperator`).
 
     `A` may be a 2-d `kc.array` (a dense matrix), a 1-d `kc.array` (the diagonal of a
-    diagonal matrix), both of float32 or float64, a `kernelc.sparse.BsrMatrix` (or a
-    scaled one, `alpha * A`; its products use `bsr_mv`), or a `LinearOperator` (returned
-    as it is, as is None).
+    diagonal matrix, of scalars or of vectors), of float32 or float64, a
+    `kernelc.sparse.BsrMatrix` (or a scaled one, `alpha * A`; its products use `bsr_mv`),
+    or a `LinearOperator` (returned as it is, batch arguments ignored, as is None).
 
     Args:
         A: The matrix.
-        batch_offsets: Must be None (kernelc does not solve batched systems).
-        max_batch_length: Must be None.
+        batch_offsets: Optional offsets splitting the unknowns into independent
+            subproblems (see `LinearOperator`).
+        max_batch_length: Optional bound on a subproblem's length (needs `batch_offsets`).
 
     Returns:
         The operator (None for None).
 
     Raises:
-        NotImplementedError: `A` is a Warp `warp.sparse.BsrMatrix` (not a kernelc one),
-            or batch arguments are given.
-        TypeError: The array's dtype is not float32 or float64.
-        ValueError: `A` is of another kind.
+        NotImplementedError: `A` is a Warp `warp.sparse.BsrMatrix` (not a kernelc one).
+        TypeError: The array's dtype is not float32 or float64 (or vectors of them), or
+            `batch_offsets` is not a 1-d int32 array.
+        ValueError: `A` is of another kind, or `max_batch_length` is given without
+            `batch_offsets` or is negative.
     """
     if A is None or isinstance(A, LinearOperator):
         return A

@@ -15,7 +15,6 @@ import kernelc as kc
 from kernelc.optim import linear_kernels as K
 from kernelc.optim.linear_operator import LinearOperator
 from kernelc.optim.linear_state import (
-    Dot,
     LinearSolverState,
     RestartableLinearSolverState,
     initialize_absolute_tolerance,
@@ -37,14 +36,14 @@ class CG(RestartableLinearSolverState):
         n, scalar, device = self._n, self._scalar_type, self._device
         self._r_and_z = kc.empty((2, n), dtype=scalar, device=device)
         self._p_and_Ap = kc.empty((2, n), dtype=scalar, device=device)
-        self._residuals = kc.empty((2, 1), dtype=scalar, device=device)
-        self._dot = Dot(n, scalar, device, columns=2)
+        self._residuals = kc.empty((2, self._batch_count), dtype=scalar, device=device)
+        self._dot = self._make_dot(2)
         # (r, r): one launch computes r.r and r.z against (r, z)
         self._r_repeated = repeat_first(self._r_and_z)
 
     def _run(self, A: LinearOperator, b: array, x: array,
              M: LinearOperator | None) -> tuple[Any, Any, Any]:
-        dot, zero = self._dot, self._zero
+        dot, zero, offsets = self._dot, self._zero, self._offsets
         r_and_z = self._r_repeated if M is None else self._r_and_z
         rz_new = dot.col(0) if M is None else dot.col(1)  # without M, z is r
         r, z = r_and_z[0], r_and_z[1]
@@ -72,10 +71,10 @@ class CG(RestartableLinearSolverState):
             A.matvec(p, Ap, Ap, alpha=1, beta=0)
             dot.compute(p, Ap, col_offset=1)
             self._launch(K.ratio_step, [atol_sq, r_norm_sq, rz_old, dot.col(1), x, r, p, Ap,
-                                         zero])
+                                         offsets, zero])
             if update_direction:
                 update_rr_rz()
-                self._launch(K.cg_kernel_2, [atol_sq, r_norm_sq, rz_old, rz_new, z, p, zero])
+                self._launch(K.cg_kernel_2, [atol_sq, r_norm_sq, rz_old, rz_new, z, p, offsets, zero])
 
         def restart_direction() -> None:
             A.matvec(x, b, r, alpha=-1.0, beta=1.0)
@@ -103,14 +102,15 @@ class CR(RestartableLinearSolverState):
         self._r_and_Az = kc.empty((2, n), dtype=scalar, device=device)
         self._y_and_Ap = kc.empty((2, n), dtype=scalar, device=device)
         self._p = kc.empty(n, dtype=scalar, device=device)
-        self._residuals = kc.empty((2, 1), dtype=scalar, device=device)
-        self._dot = Dot(n, scalar, device, columns=2)
+        self._residuals = kc.empty((2, self._batch_count), dtype=scalar, device=device)
+        self._dot = self._make_dot(2)
         self._r_and_z_repeated = repeat_first(self._r_and_z)
         self._y_and_Ap_repeated = repeat_first(self._y_and_Ap)
 
     def _run(self, A: LinearOperator, b: array, x: array,
              M: LinearOperator | None) -> tuple[Any, Any, Any]:
         dot, zero, p = self._dot, self._zero, self._p
+        offsets = self._offsets
         # Without M, z is r and y is A p.
         r_and_z = self._r_and_z_repeated if M is None else self._r_and_z
         y_and_Ap = self._y_and_Ap_repeated if M is None else self._y_and_Ap
@@ -148,14 +148,14 @@ class CR(RestartableLinearSolverState):
             y_Ap = dot.col(1)
             if M is None:  # the first update is CG's
                 self._launch(K.ratio_step, [atol_sq, r_norm_sq, zAz_old, y_Ap, x, r, p, Ap,
-                                             zero])
+                                             offsets, zero])
             else:
                 self._launch(K.cr_kernel_1, [atol_sq, r_norm_sq, zAz_old, y_Ap, x, r, z, p, Ap,
-                                             y, zero])
+                                             y, offsets, zero])
             if update_direction:
                 update_rr_zAz()
                 self._launch(K.cr_kernel_2, [atol_sq, r_norm_sq, zAz_old, zAz_new, z, p, Az, Ap,
-                                             zero])
+                                             offsets, zero])
 
         def restart_direction() -> None:
             A.matvec(x, b, r, alpha=-1.0, beta=1.0)
@@ -204,8 +204,8 @@ class BiCGSTAB(LinearSolverState):
             self._Mt = kc.zeros(n, dtype=scalar, device=device) if left else self._t
         else:  # y = M p is p, z = M r is r
             self._y, self._z, self._Mt = self._p, self._r_and_r0[0], self._t
-        self._dot = Dot(n, scalar, device, columns=5)
-        self._atol_sq = kc.empty(1, dtype=scalar, device=device)
+        self._dot = self._make_dot(5)
+        self._atol_sq = kc.empty(self._batch_count, dtype=scalar, device=device)
 
     def _check_compatible(self, A: LinearOperator, b: array, x: array,
                           M: LinearOperator | None) -> None:
@@ -217,6 +217,7 @@ class BiCGSTAB(LinearSolverState):
     def _run(self, A: LinearOperator, b: array, x: array,
              M: LinearOperator | None) -> tuple[Any, Any, Any]:
         dot, zero, atol_sq = self._dot, self._zero, self._atol_sq
+        offsets = self._offsets
         r_and_r0, p, v, t = self._r_and_r0, self._p, self._v, self._t
         r, r0 = r_and_r0[0], r_and_r0[1]
         y, z, Mt = self._y, self._z, self._Mt
@@ -238,7 +239,7 @@ class BiCGSTAB(LinearSolverState):
             dot.compute(r0, v, col_offset=2)
             r0v = dot.col(2)
             # x += alpha y, r -= alpha v with alpha = rho / (r0 . v)
-            self._launch(K.ratio_step, [atol_sq, r_norm_sq, rho, r0v, x, r, y, v, zero])
+            self._launch(K.ratio_step, [atol_sq, r_norm_sq, rho, r0v, x, r, y, v, offsets, zero])
             dot.compute(r, r, col_offset=0)
             if M is not None:
                 M.matvec(r, z, z, alpha=1.0, beta=0.0)
@@ -252,11 +253,11 @@ class BiCGSTAB(LinearSolverState):
                 dot.compute(t, t, col_offset=4)
             st, tt = dot.col(3), dot.col(4)
             # x += omega z, r -= omega t with omega = st / tt
-            self._launch(K.ratio_step, [atol_sq, r_norm_sq, st, tt, x, r, z, t, zero])
+            self._launch(K.ratio_step, [atol_sq, r_norm_sq, st, tt, x, r, z, t, offsets, zero])
             dot.compute(r_and_r0, self._r_repeated, col_offset=0)  # r.r and rho = r0.r
             # p = r + beta (p - omega v)
             self._launch(K.bicgstab_kernel_3, [atol_sq, r_norm_sq, rho, r0v, st, tt, p, r, v,
-                                               zero])
+                                               offsets, zero])
 
         return run_capturable_loop(do_iteration, self._cur_iter_and_condition, r_norm_sq,
                                    self._maxiter, atol_sq, self._callback, self._check_every,

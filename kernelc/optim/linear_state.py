@@ -1,5 +1,6 @@
-"""What the iterative solvers share: dot products, tolerances, the iteration loops, and
-`LinearSolverState`, the base of the pre-allocated solver objects."""
+"""What the iterative solvers share: tolerances, the iteration loops, operand checks, and
+`LinearSolverState`, the base of the pre-allocated solver objects (the dot products are in
+`linear_dot`)."""
 
 from __future__ import annotations
 
@@ -12,80 +13,25 @@ import kernelc as kc
 from kernelc import types as T
 from kernelc.frontend.decorators import Kernel
 from kernelc.optim import linear_kernels as K
+from kernelc.optim.linear_dot import BatchedDot, Dot, launch, make_dot, view
 from kernelc.optim.linear_operator import (
     SCALAR_TYPES,
     LinearOperator,
     _scalars,
     aslinearoperator,
+    scalar_rows,
 )
 from kernelc.runtime.array import array
 
-
-def view(arr: array, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> array:
-    """An array over `arr`'s memory (sharing, and keeping alive, its allocation)."""
-    return array._over(arr._alloc, arr.ptr + offset, shape, strides, arr.dtype, arr.pinned)
-
-
-def as_rows(arr: array) -> array:
-    """A 2-d (columns, n) view: 2-d arrays as they are, a 1-d array as one row."""
-    if arr.ndim == 2:
-        return arr
-    return view(arr, (1, arr.shape[0]), (0, arr.strides[0]))
+__all__ = ["BatchedDot", "Dot", "LinearSolverState", "RestartableLinearSolverState",
+           "check_positive_int", "check_problem", "dtype_epsilon", "get_tolerances",
+           "initialize_absolute_tolerance", "launch", "repeat_first", "run_capturable_loop",
+           "run_solver_loop", "view"]
 
 
 def repeat_first(arr: array) -> array:
     """A view of a 2-d array whose every row is its first row."""
     return view(arr, arr.shape, (0, arr.strides[1]))
-
-
-def launch(kernel: Kernel, dim: Any, inputs: list[Any], device: Any) -> None:
-    kc.launch(kernel, dim=dim, inputs=inputs, device=device)
-
-
-class Dot:
-    """Dot products of up to `columns` pairs of vectors of length `n`, computed on the device.
-
-    Products are summed in order by blocks of `DOT_BLOCK`, then the blocks' sums likewise,
-    level by level: Warp's CPU order, so float32 results agree with Warp's bit for bit,
-    and the same on every device and for any number of CPU threads.
-
-    Attributes:
-        out: (columns, 1) results; `col(k)` is column k's as a 1-element array.
-    """
-
-    def __init__(self, n: int, scalar: T.ScalarType, device: Any, columns: int) -> None:
-        self.n = n
-        self.zero = scalar(0)
-        self.device = device
-        counts = []
-        blocks = -(-n // K.DOT_BLOCK)
-        while blocks > 1:
-            counts.append(blocks)
-            blocks = -(-blocks // K.DOT_BLOCK)
-        self.counts = counts
-        self.levels = [kc.empty((columns, count), dtype=scalar, device=device)
-                       for count in counts]
-        self.out = kc.zeros((columns, 1), dtype=scalar, device=device)
-        self._cols = [self.out[k] for k in range(columns)]
-
-    def col(self, k: int = 0) -> array:
-        """Column k's result, a 1-element array."""
-        return self._cols[k]
-
-    def compute(self, a: array, b: array, col_offset: int = 0, out: array | None = None) -> None:
-        """Row-wise dot products of `a` and `b` (1-d, or 2-d with one pair per row) into
-        columns `col_offset`... of `out`, or into `out` itself when given ((rows, 1))."""
-        a, b = as_rows(a), as_rows(b)
-        rows = a.shape[0]
-        if out is None:
-            out = self.out[col_offset:col_offset + rows]
-        targets = [level[:rows] for level in self.levels] + [out]
-        counts = [*self.counts, 1]
-        launch(K.dot_blocks_kernel, (rows, counts[0]), [a, b, self.n, targets[0], self.zero],
-               self.device)
-        for level in range(len(self.counts)):
-            launch(K.sum_blocks_kernel, (rows, counts[level + 1]),
-                   [targets[level], counts[level], targets[level + 1], self.zero], self.device)
 
 
 def dtype_epsilon(scalar: Any) -> float:
@@ -110,14 +56,15 @@ def get_tolerances(scalar: Any, tol: float | None, atol: float | None) -> tuple[
     return tol, max(atol, eps ** (9 / 4))
 
 
-def initialize_absolute_tolerance(b: array, tol: float | None, atol: float | None, dot: Dot,
-                                  atol_sq: array) -> None:
-    """atol_sq = max(tol * |b|, atol) ** 2, on the device (uses the dot's column 0)."""
+def initialize_absolute_tolerance(b: array, tol: float | None, atol: float | None,
+                                  dot: Dot | BatchedDot, atol_sq: array) -> None:
+    """atol_sq = max(tol * |b|, atol) ** 2 per subproblem, on the device (uses the dot's
+    column 0)."""
     scalar = atol_sq.dtype
     dot.compute(b, b)
     rtol, atol = get_tolerances(scalar, tol, atol)
-    launch(K.initialize_tolerance_kernel, 1, [scalar(rtol), scalar(atol), dot.col(0), atol_sq],
-           b.device)
+    launch(K.initialize_tolerance_kernel, atol_sq.shape[0],
+           [scalar(rtol), scalar(atol), dot.col(0), atol_sq], b.device)
 
 
 def run_capturable_loop(do_cycle: Callable[[], None], cur_iter_and_condition: array,
@@ -168,16 +115,20 @@ def run_solver_loop(do_cycle: Callable[[], None], cycle_size: int, r_norm_sq: ar
                     maxiter: int, atol_sq: array, callback: Callable | None, check_every: int,
                     use_cuda_graph: bool, device: Any) -> tuple[int, float, float]:
     """Warp's host loop: checks convergence (and calls `callback(iteration, residual,
-    atol)`) before the first cycle, every `check_every` iterations, and at the end."""
-    atol_sq_host = float(atol_sq.numpy()[0])
-    atol = math.sqrt(atol_sq_host)
+    atol)`) before the first cycle, every `check_every` iterations, and at the end.
+
+    With several subproblems, the solve stops once each is within its own tolerance; the
+    residual and tolerance reported are the largest ones."""
+    atol_sq_host = atol_sq.numpy()
+    atol = math.sqrt(float(atol_sq_host.max()))
     check_every = max(check_every, cycle_size)
     cur_iter = 0
-    err_sq = float(r_norm_sq.numpy()[0])
+    r_norm_sq_host = r_norm_sq.numpy()
+    err = math.sqrt(float(r_norm_sq_host.max()))
     if callback is not None:
-        callback(cur_iter, math.sqrt(err_sq), atol)
-    if err_sq <= atol_sq_host:
-        return cur_iter, math.sqrt(err_sq), atol
+        callback(cur_iter, err, atol)
+    if (r_norm_sq_host <= atol_sq_host).all():
+        return cur_iter, err, atol
     graph = None
     while True:
         # The first cycle runs outside a capture: it compiles and loads the kernels.
@@ -193,12 +144,12 @@ def run_solver_loop(do_cycle: Callable[[], None], cycle_size: int, r_norm_sq: ar
         if cur_iter >= maxiter:
             break
         if cur_iter % check_every < cycle_size:
-            err_sq = float(r_norm_sq.numpy()[0])
-            if err_sq <= atol_sq_host:
+            r_norm_sq_host = r_norm_sq.numpy()
+            if (r_norm_sq_host <= atol_sq_host).all():
                 break
             if callback is not None:
-                callback(cur_iter, math.sqrt(err_sq), atol)
-    err = math.sqrt(float(r_norm_sq.numpy()[0]))
+                callback(cur_iter, math.sqrt(float(r_norm_sq_host.max())), atol)
+    err = math.sqrt(float(r_norm_sq.numpy().max()))
     if callback is not None:
         callback(cur_iter, err, atol)
     return cur_iter, err, atol
@@ -221,16 +172,17 @@ def _check_vector(name: str, what: str, v: Any, scalar: Any, n: int, device: Any
 
 
 def _check_operator(name: str, what: str, op: LinearOperator, n: int | None = None) -> int:
-    """The size of a square (or diagonal) operator; raises for other operators."""
+    """The scalar size of a square (or diagonal) operator; raises for other operators."""
     shape = tuple(op.shape)
     if op.scalar_type not in SCALAR_TYPES:
         raise TypeError(f"{name}: {what} must hold float32 or float64 values, got "
                         f"{op.dtype!r}")
     if len(shape) == 2 and shape[0] != shape[1] or len(shape) not in (1, 2):
         raise ValueError(f"{name}: {what} must be square, got shape {shape}")
-    if n is not None and shape[0] != n:
+    rows = scalar_rows(op)
+    if n is not None and rows != n:
         raise ValueError(f"{name}: {what} has shape {shape}, the system is {n}x{n}")
-    return shape[0]
+    return rows
 
 
 def check_problem(name: str, A: LinearOperator, b: Any, x: Any, M: LinearOperator | None) -> int:
@@ -261,6 +213,14 @@ def check_positive_int(name: str, what: str, value: Any) -> int:
     return value
 
 
+def _scalar_views(A: LinearOperator, v: Any) -> Any:
+    """Warp accepts a block system's unknowns as arrays of vectors: the solvers work on
+    their scalar views, which share their memory (anything else is left for the checks)."""
+    if isinstance(v, array) and v.ptr is not None and A.scalar_type in SCALAR_TYPES:
+        return _scalars(v, A.scalar_type, scalar_rows(A))
+    return v
+
+
 class LinearSolverState:
     """Pre-allocated state of an iterative solver (Warp's
     `warp.optim.linear.LinearSolverState`): the temporary buffers and the problem (`A`, `b`,
@@ -274,7 +234,8 @@ class LinearSolverState:
         x: The initial guess, overwritten with the solution.
         tol: Relative tolerance on the residual norm, as a fraction of |b|.
         atol: Absolute tolerance on the residual norm.
-        maxiter: Maximum number of iterations (0 or None: the system size).
+        maxiter: Maximum number of iterations (0 or None: the system size, divided by the
+            number of subproblems of a batched `A`).
         M: Optional preconditioner.
         callback: Called as `callback(iteration, residual_norm, atol)` at each check.
         check_every: Iterations between convergence checks (0: never synchronise).
@@ -291,9 +252,7 @@ class LinearSolverState:
         self._M = aslinearoperator(M)
         # Warp accepts a block system's unknowns as arrays of vectors: solve on their scalar
         # views, which share their memory.
-        if isinstance(b, array) and isinstance(x, array) and b.ptr is not None \
-                and x.ptr is not None and self._A.scalar_type in SCALAR_TYPES:
-            b, x = (_scalars(v, self._A.scalar_type, self._A.shape[0]) for v in (b, x))
+        b, x = _scalar_views(self._A, b), _scalar_views(self._A, x)
         self._n = check_problem(self.name, self._A, b, x, self._M)
         if isinstance(check_every, bool) or operator.index(check_every) < 0:
             raise ValueError(f"{self.name}: check_every must be a non-negative integer, got "
@@ -306,9 +265,26 @@ class LinearSolverState:
         self._device = self._A.device
         self._scalar_type = self._A.scalar_type
         self._zero = self._scalar_type(0)
-        self._maxiter = int(self._n if maxiter is None or maxiter == 0 else maxiter)
+        self._batch_count = self._A.batch_count
+        self._max_batch_length = self._A.max_batch_length
+        # The update kernels find each dof's subproblem in these offsets; an unbatched
+        # system is one subproblem covering every dof.
+        offsets = self._A.batch_offsets
+        if offsets is not None and offsets.device != self._device:
+            raise ValueError(f"{self.name}: A.batch_offsets is on {offsets.device}, A on "
+                             f"{self._device}")
+        self._batch_offsets = offsets
+        self._offsets = offsets if offsets is not None else kc.array(
+            [0, self._n], dtype=kc.int32, device=self._device)
+        # As in Warp, the default is the scalar size of one (average) subproblem.
+        self._maxiter = int(self._n // self._batch_count if maxiter is None or maxiter == 0
+                            else maxiter)
         self._cur_iter_and_condition = kc.empty(2, dtype=kc.int32, device=self._device)
         self._allocate()
+
+    def _make_dot(self, columns: int) -> Dot | BatchedDot:
+        return make_dot(self._n, self._scalar_type, self._device, columns, self._batch_offsets,
+                        self._max_batch_length)
 
     def _allocate(self) -> None:
         raise NotImplementedError
@@ -326,10 +302,23 @@ class LinearSolverState:
     def _check_compatible(self, A: LinearOperator, b: array, x: array,
                           M: LinearOperator | None) -> None:
         check_problem(self.name, A, b, x, M)
-        if A is not self._A and (tuple(A.shape) != tuple(self._A.shape)
-                                 or A.dtype != self._A.dtype or A.device != self._A.device):
+        if A is self._A:
+            return
+        if (tuple(A.shape) != tuple(self._A.shape) or A.dtype != self._A.dtype
+                or A.device != self._A.device):
             raise ValueError(f"{self.name}: A must match the operator the solver was made for "
                              f"(shape {self._A.shape}, {self._A.dtype!r}, {self._A.device})")
+        # The buffers and reductions are laid out for the construction's subproblems.
+        if A.batch_count != self._batch_count:
+            raise ValueError(f"{self.name}: Incompatible A.batch_count: expected "
+                             f"{self._batch_count}, got {A.batch_count}")
+        if A.batch_offsets is not self._batch_offsets:
+            raise ValueError(f"{self.name}: A.batch_offsets must be the same array as at "
+                             f"construction")
+        if A.max_batch_length != self._max_batch_length:
+            raise ValueError(f"{self.name}: for batched systems, A.max_batch_length must "
+                             f"match the value used at construction "
+                             f"({self._max_batch_length}), got {A.max_batch_length}")
 
     def __call__(self, A: Any = None, b: array | None = None, x: array | None = None,
                  M: Any = None) -> tuple[Any, Any, Any]:
@@ -342,8 +331,8 @@ class LinearSolverState:
         """
         A_op = self._A if A is None else aslinearoperator(A)
         M_op = self._M if M is None else aslinearoperator(M)
-        b = self._b if b is None else b
-        x = self._x if x is None else x
+        b = self._b if b is None else _scalar_views(A_op, b)
+        x = self._x if x is None else _scalar_views(A_op, x)
         self._check_compatible(A_op, b, x, M_op)
         return self._run(A_op, b, x, M_op)
 
