@@ -135,7 +135,8 @@ def kernelc_example_source(text: str, modules: Mapping[str, str]) -> str:
 
 @contextlib.contextmanager
 def kernelc_examples(tmp_path_factory: pytest.TempPathFactory, basename: str,
-                     modules: Mapping[str, str]) -> Iterator[dict[str, ModuleType]]:
+                     modules: Mapping[str, str], replacements: Mapping[str, str] | None = None
+                     ) -> Iterator[dict[str, ModuleType]]:
     """Warp's example modules (and their utils) with kernelc for warp, loaded from a
     temporary folder; skips the test where Warp's examples are not installed.
 
@@ -144,6 +145,7 @@ def kernelc_examples(tmp_path_factory: pytest.TempPathFactory, basename: str,
         basename: The folder's name.
         modules: Example file stem to module name, in import order (a module after those it
             imports); see `kernelc_example_source`.
+        replacements: Source text to replace in every module (old: new), applied first.
 
     Yields:
         The loaded modules by module name; they leave `sys.modules` on exit.
@@ -151,21 +153,27 @@ def kernelc_examples(tmp_path_factory: pytest.TempPathFactory, basename: str,
     if warp_examples_dir() is None:
         pytest.skip("warp-lang's examples are not installed")
     try:
-        yield load_kernelc_examples(tmp_path_factory.mktemp(basename), modules)
+        yield load_kernelc_examples(tmp_path_factory.mktemp(basename), modules, replacements)
     finally:
         for name in modules:
             sys.modules.pop(name, None)
 
 
-def load_kernelc_examples(folder: Path, modules: Mapping[str, str]) -> dict[str, ModuleType]:
+def load_kernelc_examples(folder: Path, modules: Mapping[str, str],
+                          replacements: Mapping[str, str] | None = None
+                          ) -> dict[str, ModuleType]:
     """Writes Warp's example modules with kernelc for warp to `folder` (kernels and
     integrands are read back from their file) and imports them, in order, under the names
-    `modules` gives (see `kernelc_example_source`); they stay in `sys.modules`."""
+    `modules` gives (see `kernelc_example_source`), after replacing the `replacements`
+    texts; they stay in `sys.modules`."""
     source = warp_examples_dir()
     loaded = {}
     for stem, name in modules.items():
         path = Path(folder) / f"{name}.py"
-        path.write_text(kernelc_example_source((source / f"{stem}.py").read_text(), modules))
+        text = (source / f"{stem}.py").read_text()
+        for old, new in (replacements or {}).items():
+            text = text.replace(old, new)
+        path.write_text(kernelc_example_source(text, modules))
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

@@ -273,9 +273,9 @@ def test_bad_adaptive_grids_raise():
         _refined(grading="edge")
     with pytest.raises(ValueError, match="No grids"):
         fem.adaptive_nanogrid_from_hierarchy([])
-    with pytest.raises(NotImplementedError, match="environments"):
+    with pytest.raises(ValueError, match="Environment index 1 of cell 0 is out of bounds"):
         fem.AdaptiveNanogrid(grid, cell_level=np.zeros(2, np.uint8), level_count=2,
-                             env_offsets=[[0, 0, 0]])
+                             cell_env=np.ones(2, np.int32), env_offsets=[[0, 0, 0]])
 
 
 # ---- Warp's example_adaptive_grid ------------------------------------------------------------

@@ -350,6 +350,38 @@ def test_filters_of_other_dtypes_compare_with_literal_targets():
     np.testing.assert_array_equal(cells.numpy(), want)
 
 
+@fem.integrand
+def _environment_forms(s: fem.Sample, domain: fem.Domain, points: kc.array(dtype=kc.vec2),
+                       flt: kc.array(dtype=int), env: int, plain: kc.array(dtype=int),
+                       with_env: kc.array(dtype=int)):
+    x = points[s.qp_index]
+    i = s.qp_index * 4
+    plain[i] = fem.lookup(domain, x).element_index
+    plain[i + 1] = fem.lookup(domain, x, 0.7).element_index
+    plain[i + 2] = fem.lookup(domain, x, flt, 1).element_index
+    plain[i + 3] = fem.lookup(domain, x, 0.7, flt, 1).element_index
+    with_env[i] = fem.lookup(domain, x, env).element_index
+    with_env[i + 1] = fem.lookup(domain, x, 0.7, env).element_index
+    with_env[i + 2] = fem.lookup(domain, x, flt, 1, env).element_index
+    with_env[i + 3] = fem.lookup(domain, x, 0.7, flt, 1, env_index=env).element_index
+
+
+@pytest.mark.parametrize("env", [0, 3])
+def test_environment_index_is_ignored_with_one_environment(env):
+    # As Warp: a geometry of one environment holds every cell whatever the index.
+    rng = np.random.default_rng(RNG_SEED + 12)
+    geo = fem.Grid2D(res=kc.vec2i(4, 4))
+    points = rng.uniform(-0.2, 1.2, (N, 2))
+    flt = rng.integers(0, 2, geo.cell_count())
+    plain, with_env = kc.full(4 * N, -7, dtype=int), kc.full(4 * N, -9, dtype=int)
+    fem.interpolate(_environment_forms, at=fem.Cells(geo), dim=N,
+                    values={"points": kc.array(points, dtype=kc.vec2),
+                            "flt": kc.array(flt, dtype=int), "env": env, "plain": plain,
+                            "with_env": with_env})
+    assert np.all(plain.numpy() >= -1)
+    np.testing.assert_array_equal(with_env.numpy(), plain.numpy())
+
+
 # ---- errors ---------------------------------------------------------------------------------
 
 
@@ -360,33 +392,15 @@ Grid = kc.array2d(dtype=int)
 
 
 @fem.integrand
-def bad_int_literal(s: fem.Sample, domain: fem.Domain, x: kc.vec2, flt: Ints, grid: Grid,
-                    k: int, d: float):
-    return fem.lookup(domain, x, 2).element_index  # BAD_INT_LITERAL
-
-
-@fem.integrand
-def bad_int_variable(s: fem.Sample, domain: fem.Domain, x: kc.vec2, flt: Ints, grid: Grid,
-                     k: int, d: float):
-    return fem.lookup(domain, x, k).element_index  # BAD_INT_VARIABLE
-
-
-@fem.integrand
-def bad_max_dist_env(s: fem.Sample, domain: fem.Domain, x: kc.vec2, flt: Ints, grid: Grid,
-                     k: int, d: float):
-    return fem.lookup(domain, x, d, k).element_index  # BAD_MAX_DIST_ENV
-
-
-@fem.integrand
 def bad_filter_env(s: fem.Sample, domain: fem.Domain, x: kc.vec2, flt: Ints, grid: Grid,
                    k: int, d: float):
-    return fem.lookup(domain, x, flt, 1, k).element_index  # BAD_FILTER_ENV
+    return fem.lookup(domain, x, flt, 1, d).element_index  # BAD_FILTER_ENV
 
 
 @fem.integrand
-def bad_six(s: fem.Sample, domain: fem.Domain, x: kc.vec2, flt: Ints, grid: Grid,
-            k: int, d: float):
-    return fem.lookup(domain, x, d, flt, 1, 0).element_index  # BAD_SIX
+def bad_seven(s: fem.Sample, domain: fem.Domain, x: kc.vec2, flt: Ints, grid: Grid,
+              k: int, d: float):
+    return fem.lookup(domain, x, d, flt, 1, 0, 0).element_index  # BAD_SEVEN
 
 
 @fem.integrand
@@ -428,7 +442,7 @@ def bad_max_dist_type(s: fem.Sample, domain: fem.Domain, x: kc.vec2, flt: Ints, 
 @fem.integrand
 def bad_env_keyword(s: fem.Sample, domain: fem.Domain, x: kc.vec2, flt: Ints, grid: Grid,
                     k: int, d: float):
-    return fem.lookup(domain, x, env_index=0).element_index  # BAD_ENV_KEYWORD
+    return fem.lookup(domain, x, env_index=d).element_index  # BAD_ENV_KEYWORD
 
 
 @fem.integrand
@@ -475,23 +489,20 @@ def _where(marker: str, code: str) -> str:
 
 
 @pytest.mark.parametrize("name, code, words", [
-    ("int_literal", "2)", "fem.lookup(domain, x, env_index): environment indices"),
-    ("int_variable", "k)", "pass max_dist as a float"),
-    ("max_dist_env", "k)", "(domain, x, max_dist, env_index): environment indices"),
-    ("filter_env", "k)", "filter_target, env_index): environment indices"),
-    ("six", "fem.lookup", "takes 2 to 5 arguments, got 6"),
+    ("filter_env", "d)", "env_index must be an int, got float32"),
+    ("seven", "fem.lookup", "takes 2 to 6 arguments, got 7"),
     ("not_array", "d, d", "filter_array must be an array, got float32"),
     ("filter_2d", "grid", "filter_array must be a 1-d array"),
     ("target_type", "d)", "filter_target must have filter_array's dtype (int32), got float32"),
     ("target_literal", "1.5", "filter_target must have filter_array's dtype (int32)"),
     ("guess_type", "d)", "guess must be a Sample"),
     ("max_dist_type", "s)", "max_dist must be a float, got Sample"),
-    ("env_keyword", "0)", "no keyword argument 'env_index': environment indices"),
+    ("env_keyword", "d)", "env_index must be an int, got float32"),
     ("unknown_keyword", "0.5", "no keyword argument 'radius'"),
     ("position", "kc.vec3", "the position must be a vec2"),
     ("half_filter", "fem.lookup", "(filter_array) is not a call form"),
     ("two_reaches", "fem.lookup", "(guess, max_dist) is not a call form"),
-    ("too_few", "fem.lookup", "takes 2 to 5 arguments, got 1"),
+    ("too_few", "fem.lookup", "takes 2 to 6 arguments, got 1"),
     ("twice", "0.5)", "got two values for 'max_dist'"),
 ])
 def test_bad_calls_point_at_the_integrand(name, code, words):

@@ -150,7 +150,9 @@ def test_bad_nanogrids_raise():
         fem.Nanogrid(volume, rebuildable=True)
     with pytest.raises(RuntimeError, match="not constructed in rebuildable mode"):
         fem.Nanogrid(volume).rebuild(voxels)
-    with pytest.raises(NotImplementedError, match="environments"):
-        fem.Nanogrid(volume, cell_env=kc.zeros(1, dtype=int))
+    with pytest.raises(ValueError, match="one entry per Nanogrid cell"):
+        fem.Nanogrid(volume, cell_env=kc.zeros(0, dtype=int))
+    with pytest.raises(ValueError, match="Environment index 2 of cell 0 is out of bounds"):
+        fem.Nanogrid(volume, cell_env=kc.full(1, 2, dtype=int))
     with pytest.raises(TypeError, match="float32 or float64"):
         fem.Nanogrid(volume, scalar_type=kc.float16)

@@ -387,7 +387,7 @@ def test_partition_errors():
         fem.make_space_partition(space_topology=space.topology, geometry_partition=other)
     sp = fem.make_space_partition(space_topology=space.topology,
                                   geometry_partition=fem.LinearGeometryPartition(geo, 0, 2))
-    with pytest.raises(NotImplementedError, match="environments"):
+    with pytest.raises(ValueError, match="with_halo=True"):
         fem.make_space_partition(space.topology, fem.LinearGeometryPartition(geo, 0, 2),
                                  environment_first=True)
     assert space.make_field(space_partition=sp).dof_values.shape == (sp.node_count(),)

@@ -270,7 +270,7 @@ def _where(marker: str, code: str) -> str:
     ("bad_D_of_scalar", None, "# BAD_D", "fem.D", "has no symmetric gradient"),
     ("bad_grad_of_tensor", kc.mat22, "# BAD_GRAD", "fem.grad", "mat22 values has no gradient"),
     ("bad_nested_call", kc.vec2, "# BAD_NESTED", "1.0", "must be a field argument"),
-    ("bad_lookup", kc.vec2, "# BAD_LOOKUP", "fem.lookup", "takes 2 to 5 arguments"),
+    ("bad_lookup", kc.vec2, "# BAD_LOOKUP", "fem.lookup", "takes 2 to 6 arguments"),
 ])
 def test_wrong_uses_point_at_the_integrand(name, dtype, marker, code, words):
     geo = fem.Grid2D(res=kc.vec2i(2))

@@ -73,11 +73,17 @@ def _environment_index(arg: Any, s: Any):
     return 0
 
 
+def _environment_index_func(geo: Any, side: bool) -> Any:
+    # geometries of several environments say which; the others have one, environment 0
+    func = getattr(geo, "side_environment_index" if side else "cell_environment_index", None)
+    return _environment_index if func is None else func
+
+
 _MAKERS = {
     "to_inner_cell": _to_inner_cell,
     "to_outer_cell": _to_outer_cell,
     "to_cell_side": _to_cell_side,
-    "environment_index": lambda geo, side: _environment_index,
+    "environment_index": _environment_index_func,
     "element_coordinates": coordinates_func,
     "element_closest_point": closest_point_func,
     "element_index": element_index_func,

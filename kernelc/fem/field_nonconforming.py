@@ -62,6 +62,10 @@ class NonconformingField(FieldLike):
         self._field_cells = Cells(geometry)
         if self._field_cells.element_lookup is None:
             raise NotImplementedError(f"{geometry.name} has no cell lookup")
+        environments = geometry.environment_count()
+        if environments > 1 and environments != domain.geometry.environment_count():
+            raise ValueError("Nonconforming fields with multiple environments must have "
+                             "matching environment counts")
         if not isinstance(background, FieldLike):
             background = UniformField(domain, self.dtype(background))
         elif (background.geometry is not domain.geometry
@@ -129,11 +133,25 @@ class NonconformingField(FieldLike):
         scalar = domain.geometry.scalar_type
         eps = scalar(LOOKUP_EPS)
 
+        if self.field.geometry.environment_count() > 1:
+            # a sample is looked for in its own environment
+            from kernelc.fem.domain_ops import domain_operator
+
+            environment = domain_operator(domain, "environment_index")
+
+            @kc.func
+            def find(arg: Arg, s: Any, pos: Any):
+                return lookup(arg.field.elt, pos, environment(arg.elt, s))
+        else:
+            @kc.func
+            def find(arg: Arg, s: Any, pos: Any):
+                return lookup(arg.field.elt, pos)
+
         def through_lookup(field_op: Any, background_op: Any) -> Any:
             @kc.func
             def nonconforming(arg: Arg, s: Any):
                 pos = position(arg.elt, s)
-                found = lookup(arg.field.elt, pos)
+                found = find(arg, s, pos)
                 if found.element_index != NULL_ELEMENT_INDEX:
                     # the closest point of a cell: the field applies if it is the position
                     if kc.length_sq(pos - cell_position(arg.field.elt, found)) <= eps:

@@ -68,7 +68,8 @@ class Geometry:
     def name(self) -> str:
         """Identifies the geometry kind and precision; equal names share compiled kernels."""
         suffix = "" if self._scalar_type == kc.float32 else "_f64"
-        return f"{type(self).__name__}{suffix}"
+        env = "_env" if self.environment_count() > 1 else ""
+        return f"{type(self).__name__}{env}{suffix}"
 
     @property
     def base(self) -> "Geometry":
@@ -77,6 +78,17 @@ class Geometry:
 
     def __str__(self) -> str:
         return self.name
+
+    def environment_count(self) -> int:
+        """Number of environments: topologically separate parts of the geometry that may
+        overlap in space (sparse grids built by `from_environment_voxels`); 1 otherwise."""
+        return 1
+
+    @property
+    def cell_env(self) -> Any:
+        """The environment of each cell (an int array), or None for geometries of one
+        environment."""
+        return None
 
     def cell_count(self) -> int:
         """Number of cells."""
@@ -140,3 +152,14 @@ class Geometry:
         """(cells, points, dimension) world positions, in float64, of the points of cell
         coordinates `coords` (points, 3) in every cell."""
         raise NotImplementedError
+
+
+def check_single_environment(kind: str, env_count: Any) -> None:
+    """Raises for a dense grid of several environments, which kernelc does not build."""
+    if env_count is None or int(env_count) == 1:
+        return
+    if int(env_count) < 1:
+        raise ValueError("Environment count must be at least one")
+    raise NotImplementedError(f"{kind}(env_count={env_count}): dense grids of several "
+                              "environments are not supported by kernelc; build a sparse grid "
+                              "of environments with fem.Nanogrid.from_environment_voxels")

@@ -19,7 +19,7 @@ import numpy as np
 
 import kernelc as kc
 from kernelc.fem.element import Element
-from kernelc.fem.geometry import Geometry
+from kernelc.fem.geometry import Geometry, check_single_environment
 from kernelc.fem.types import OUTSIDE, coords_type, vec_type
 
 
@@ -31,13 +31,16 @@ class Grid2D(Geometry):
         bounds_lo: Position of the lower corner (default (0, 0)).
         bounds_hi: Position of the upper corner (default (1, 1)).
         scalar_type: `kc.float32` or `kc.float64` positions.
+        env_count: Warp's copies of the grid as separate environments; kernelc grids have
+            one (sparse grids have several: `Nanogrid.from_environment_voxels`).
     """
 
     dimension = 2
 
     def __init__(self, res: Any, bounds_lo: Any = None, bounds_hi: Any = None,
-                 scalar_type: Any = kc.float32) -> None:
+                 scalar_type: Any = kc.float32, env_count: int = 1) -> None:
         super().__init__(scalar_type)
+        check_single_environment(type(self).__name__, env_count)
         vec2 = vec_type(2, scalar_type)
         self._res = kc.vec2i(int(res[0]), int(res[1]))
         lo = (0.0, 0.0) if bounds_lo is None else (float(bounds_lo[0]), float(bounds_lo[1]))

@@ -16,7 +16,7 @@ import numpy as np
 
 import kernelc as kc
 from kernelc.fem.element import Element
-from kernelc.fem.geometry import Geometry
+from kernelc.fem.geometry import Geometry, check_single_environment
 from kernelc.fem.types import OUTSIDE, coords_type, vec_type
 
 
@@ -28,13 +28,16 @@ class Grid3D(Geometry):
         bounds_lo: Position of the lower corner (default (0, 0, 0)).
         bounds_hi: Position of the upper corner (default (1, 1, 1)).
         scalar_type: `kc.float32` or `kc.float64` positions.
+        env_count: Warp's copies of the grid as separate environments; kernelc grids have
+            one (sparse grids have several: `Nanogrid.from_environment_voxels`).
     """
 
     dimension = 3
 
     def __init__(self, res: Any, bounds_lo: Any = None, bounds_hi: Any = None,
-                 scalar_type: Any = kc.float32) -> None:
+                 scalar_type: Any = kc.float32, env_count: int = 1) -> None:
         super().__init__(scalar_type)
+        check_single_environment(type(self).__name__, env_count)
         vec3 = vec_type(3, scalar_type)
         self._res = kc.vec3i(int(res[0]), int(res[1]), int(res[2]))
         lo = (0.0,) * 3 if bounds_lo is None else tuple(float(b) for b in bounds_lo)

@@ -60,6 +60,9 @@ class Hexmesh(CellEdges, Mesh):
             positions and gradients, from vertices 0, 1, 3 and 4 only).
         build_bvh: Accepted for Warp's sake (lookups search the cells without one).
         temporary_store: Accepted for Warp's sake.
+        cell_env: Each cell's environment (an int32 array, with `env_count`): cells of
+            different environments share no lookup (see docs/fem.md, environments).
+        env_count: Number of environments.
     """
 
     _CELL_VERTICES = 8
@@ -70,8 +73,10 @@ class Hexmesh(CellEdges, Mesh):
 
     def __init__(self, hex_vertex_indices: Any, positions: Any,
                  assume_parallelepiped_cells: bool = False, build_bvh: bool = False,
-                 temporary_store: Any = None) -> None:
+                 temporary_store: Any = None, cell_env: Any = None,
+                 env_count: int | None = None) -> None:
         super().__init__(hex_vertex_indices, positions, "Hexmesh")
+        self._set_environments(cell_env, env_count)
         self.hex_vertex_indices = self._cell_vertices
         self.parallelepiped_cells = bool(assume_parallelepiped_cells)
         self._host_face_orientation = self._face_orientations()

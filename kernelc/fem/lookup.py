@@ -62,13 +62,19 @@ def _no_reach(arg: Any, pos: Any, guess: Any):
     return kc.float32(0.0)
 
 
-def lookup_overloads(CellArg: Any, scalar: Any, search: Any, guess_reach: Any = None) -> Any:
+def lookup_overloads(CellArg: Any, scalar: Any, search: Any, guess_reach: Any = None,
+                     env_search: Any = None) -> Any:
     """The `cell_lookup` overloads of a geometry (module docstring) from `search(accept)`, a
     factory of (arg, pos, max_dist, filter data, filter target) -> Sample funcs;
-    `guess_reach(arg, pos, guess)` gives the max_dist of a guess (none: 0)."""
+    `guess_reach(arg, pos, guess)` gives the max_dist of a guess (none: 0). With
+    `env_search(accept)` (the same funcs with an environment last, -1 for all; `arg` has
+    `cell_env`), the forms with an environment index last are added, and a guess searches
+    its own cell's environment."""
     plain, filtered = search(accept_every_cell), search(accept_filtered_cell)
     reach = _no_reach if guess_reach is None else guess_reach
     SampleType = sample_type(scalar)
+    if env_search is not None:
+        return _environment_overloads(CellArg, SampleType, env_search, reach)
 
     @kc.func
     def cell_lookup(arg: CellArg, pos: Any):
@@ -86,6 +92,49 @@ def lookup_overloads(CellArg: Any, scalar: Any, search: Any, guess_reach: Any = 
     def cell_lookup(arg: CellArg, pos: Any, max_dist: float,  # noqa: F811
                     filter_array: kc.array(dtype=Any), filter_target: Any):
         return filtered(arg, pos, max_dist, filter_array, filter_target)
+
+    return cell_lookup
+
+
+def _environment_overloads(CellArg: Any, SampleType: Any, env_search: Any, reach: Any) -> Any:
+    """`lookup_overloads` of geometries of several environments."""
+    plain, filtered = env_search(accept_every_cell), env_search(accept_filtered_cell)
+
+    @kc.func
+    def guess_env(arg: CellArg, guess: Any):
+        if guess.element_index < 0 or guess.element_index >= arg.cell_env.shape[0]:
+            return -1
+        return arg.cell_env[guess.element_index]
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any):
+        return plain(arg, pos, 0.0, 0, 0, -1)
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any, max_dist: float):  # noqa: F811
+        return plain(arg, pos, max_dist, 0, 0, -1)
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any, guess: SampleType):  # noqa: F811
+        return plain(arg, pos, reach(arg, pos, guess), 0, 0, guess_env(arg, guess))
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any, max_dist: float,  # noqa: F811
+                    filter_array: kc.array(dtype=Any), filter_target: Any):
+        return filtered(arg, pos, max_dist, filter_array, filter_target, -1)
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any, env_index: int):  # noqa: F811
+        return plain(arg, pos, 0.0, 0, 0, env_index)
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any, max_dist: float, env_index: int):  # noqa: F811
+        return plain(arg, pos, max_dist, 0, 0, env_index)
+
+    @kc.func
+    def cell_lookup(arg: CellArg, pos: Any, max_dist: float,  # noqa: F811
+                    filter_array: kc.array(dtype=Any), filter_target: Any, env_index: int):
+        return filtered(arg, pos, max_dist, filter_array, filter_target, env_index)
 
     return cell_lookup
 
@@ -196,12 +245,32 @@ def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any) -> Any:
 
 
 @cache
-def closest_search(scalar: Any, CellArg: Any, cell_count: Any, closest: Any, accept: Any) -> Any:
+def closest_search(scalar: Any, CellArg: Any, cell_count: Any, closest: Any, accept: Any,
+                   environments: bool = False) -> Any:
     """(arg, pos, max_dist, data, target) -> Sample of the closest accepted cell (the first
     of equally close ones), from `cell_count(arg)` and `closest(arg, cell, pos)` ->
     (coords, squared distance); no cell (NULL_ELEMENT_INDEX, OUTSIDE coordinates) if none
-    is accepted."""
+    is accepted. With `environments`, the func takes an environment last and skips the
+    cells of others (`arg.cell_env`; -1: every environment)."""
     Coords = coords_type(scalar)
+
+    @kc.func
+    def closest_in(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any, env: int):
+        best = int(NULL_ELEMENT_INDEX)
+        best_coords = Coords(scalar(OUTSIDE))
+        best_dist = scalar(3.0e38)
+        for cell in range(cell_count(arg)):
+            if accept(data, target, cell):
+                if env < 0 or arg.cell_env[cell] == env:
+                    coords, dist = closest(arg, cell, pos)
+                    if dist < best_dist:
+                        best_dist = dist
+                        best = cell
+                        best_coords = coords
+        return make_free_sample(best, best_coords)
+
+    if environments:
+        return closest_in
 
     @kc.func
     def closest_lookup(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any):
@@ -284,8 +353,9 @@ def tensor_cell_lookup(CellArg: Any, cell_position: Any, deformation_gradient: A
                 break
         return current, kc.length_sq(pos - x)
 
-    return lookup_overloads(CellArg, scalar, partial(closest_search, scalar, CellArg,
-                                                     vertex_cell_count, closest_point))
+    search = partial(closest_search, scalar, CellArg, vertex_cell_count, closest_point)
+    return lookup_overloads(CellArg, scalar, search,
+                            env_search=partial(search, environments=True))
 
 
 # ---- nanogrids ------------------------------------------------------------------------------
@@ -294,11 +364,13 @@ def tensor_cell_lookup(CellArg: Any, cell_position: Any, deformation_gradient: A
 def voxel_cell_lookup(CellArg: Any, scalar: Any, lookup_cell: Any, coordinates_local: Any,
                       closest_point_local: Any, cell_position: Any) -> Any:
     """The `cell_lookup` overloads of (adaptive) nanogrids: `lookup_cell(arg, i, j, k)` is
-    the cell holding fine voxel (i, j, k) or -1, `coordinates_local(arg, cell, uvw)` and
-    `closest_point_local(arg, cell, uvw)` -> (squared world distance, coords) take the
-    index-space point uvw (voxel corners at integers); `arg` has `cell_grid` and
-    `cell_ijk`."""
-
+    the cell holding fine voxel (i, j, k) of the cell grid or -1, `coordinates_local(arg,
+    cell, uvw)` and `closest_point_local(arg, cell, uvw)` -> (squared world distance,
+    coords) take the index-space point uvw (voxel corners at integers) in the cell's
+    environment's coordinates; `arg` has `cell_grid`, `cell_ijk`, `cell_env` and
+    `env_offsets`. Besides the forms of `lookup_overloads`, these take an environment
+    index last (the cells of other environments are skipped; a guess sample searches its
+    own cell's environment)."""
     @kc.func
     def guess_reach(arg: CellArg, pos: Any, guess: Any):
         # a guess that is no cell (a side's sample, say) widens nothing
@@ -308,20 +380,29 @@ def voxel_cell_lookup(CellArg: Any, scalar: Any, lookup_cell: Any, coordinates_l
 
     search = partial(voxel_search, CellArg, scalar, lookup_cell, coordinates_local,
                      closest_point_local)
-    return lookup_overloads(CellArg, scalar, search, guess_reach)
+    return _environment_overloads(CellArg, sample_type(scalar), search, guess_reach)
 
 
 @cache
 def voxel_search(CellArg: Any, scalar: Any, lookup_cell: Any, coordinates_local: Any,
                  closest_point_local: Any, accept: Any) -> Any:
-    """(arg, pos, max_dist, data, target) -> Sample on nanogrids (module docstring)."""
+    """(arg, pos, max_dist, data, target, env) -> Sample on nanogrids (module docstring);
+    env -1 searches every environment, else only that one's cells, at its offset in the
+    cell grid."""
     vec3 = vec_type(3, scalar)
     Coords = coords_type(scalar)
     zero, one = scalar(0.0), scalar(1.0)
 
     @kc.func
+    def accept_in_env(arg: CellArg, data: Any, target: Any, cell: int, env: int):
+        if env >= 0:
+            if arg.cell_env[cell] != env:
+                return False
+        return accept(data, target, cell)
+
+    @kc.func
     def closest_in_window(arg: CellArg, uvw: Any, offset: Any, scales: Any, min_size: Any,
-                          data: Any, target: Any):
+                          data: Any, target: Any, env: int, shift: kc.vec3i):
         # the closest accepted cell within min_size * offset of the point, or none
         lo = uvw - offset * scales
         hi = uvw + offset * scales
@@ -331,9 +412,9 @@ def voxel_search(CellArg: Any, scalar: Any, lookup_cell: Any, coordinates_local:
         for i in range(int(kc.floor(lo[0])), int(kc.floor(hi[0])) + 1):
             for j in range(int(kc.floor(lo[1])), int(kc.floor(hi[1])) + 1):
                 for k in range(int(kc.floor(lo[2])), int(kc.floor(hi[2])) + 1):
-                    c = lookup_cell(arg, i, j, k)
+                    c = lookup_cell(arg, i + shift[0], j + shift[1], k + shift[2])
                     if c != -1:
-                        if accept(data, target, c):
+                        if accept_in_env(arg, data, target, c, env):
                             dist, coords = closest_point_local(arg, c, uvw)
                             if dist <= best_dist:
                                 best_dist = dist
@@ -342,13 +423,19 @@ def voxel_search(CellArg: Any, scalar: Any, lookup_cell: Any, coordinates_local:
         return best, best_coords
 
     @kc.func
-    def voxel_lookup(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any):
+    def voxel_lookup(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any,
+                     env: int):
         grid = arg.cell_grid
+        shift = kc.vec3i(0)
+        if env >= 0:
+            if env >= arg.env_offsets.shape[0]:
+                return make_free_sample(int(NULL_ELEMENT_INDEX), Coords(scalar(OUTSIDE)))
+            shift = arg.env_offsets[env]
         uvw = kc.volume_world_to_index(grid, pos) + vec3(scalar(0.5))
-        cell = lookup_cell(arg, int(kc.floor(uvw[0])), int(kc.floor(uvw[1])),
-                           int(kc.floor(uvw[2])))
+        cell = lookup_cell(arg, int(kc.floor(uvw[0])) + shift[0],
+                           int(kc.floor(uvw[1])) + shift[1], int(kc.floor(uvw[2])) + shift[2])
         if cell != -1:
-            if accept(data, target, cell):
+            if accept_in_env(arg, data, target, cell, env):
                 return make_free_sample(cell, coordinates_local(arg, cell, uvw))
         size = vec3(kc.length(kc.volume_index_to_world_dir(grid, vec3(one, zero, zero))),
                     kc.length(kc.volume_index_to_world_dir(grid, vec3(zero, one, zero))),
@@ -361,7 +448,7 @@ def voxel_search(CellArg: Any, scalar: Any, lookup_cell: Any, coordinates_local:
         best_coords = Coords()
         while best == NULL_ELEMENT_INDEX:
             best, best_coords = closest_in_window(arg, uvw, offset, scales, min_size, data,
-                                                  target)
+                                                  target, env, shift)
             if offset >= max_offset:
                 break
             offset = kc.min(scalar(3.0) * offset, max_offset)

@@ -8,10 +8,15 @@ told apart by its arguments' types when the integrand is compiled, then the matc
     fem.lookup(domain, x, filter_array, filter_target)         max_dist 0
     fem.lookup(domain, x, max_dist, filter_array, filter_target)
 
+    fem.lookup(domain, x, env_index)                           env_index: an int
+    fem.lookup(domain, x, max_dist, env_index)
+    fem.lookup(domain, x[, max_dist], filter_array, filter_target, env_index)
+
 The arguments after x may also be passed by keyword (`guess=s`, `max_dist=0.5`, ...).
-Warp's forms with an environment index (an int after x, or after the filter) have no
-meaning here: kernelc geometries have one environment, so an int where Warp would read
-one is an error rather than a max_dist.
+The env_index forms search one environment of a geometry of several (sparse grids built
+by `from_environment_voxels`); there, a lookup must name its environment or give a guess
+sample. An int right after x is an environment index, as in Warp (write `0.5`, not `1`,
+for a max_dist). On a geometry of one environment the index is ignored, as Warp does.
 """
 
 import ast
@@ -21,25 +26,30 @@ from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.fem.types import sample_type, vec_type
 
-NAMES = ("guess", "max_dist", "filter_array", "filter_target")
+NAMES = ("guess", "max_dist", "filter_array", "filter_target", "env_index")
 FORMS = ((), ("max_dist",), ("guess",), ("filter_array", "filter_target"),
-         ("max_dist", "filter_array", "filter_target"))
+         ("max_dist", "filter_array", "filter_target"), ("env_index",),
+         ("max_dist", "env_index"), ("filter_array", "filter_target", "env_index"),
+         ("max_dist", "filter_array", "filter_target", "env_index"))
 USAGE = ("fem.lookup(domain, x[, max_dist | guess]) or fem.lookup(domain, x[, max_dist], "
-         "filter_array, filter_target)")
-NO_ENVIRONMENTS = ("environment indices are not supported (kernelc geometries have one "
-                   "environment)")
+         "filter_array, filter_target), each with an env_index last on geometries of several "
+         "environments")
 
 
 class LookupCall:
     """What an integrand's `fem.lookup` on a domain calls: the geometry's `cell_lookup`
-    overloads, with the position and sample types a call must pass."""
+    overloads, with the position and sample types a call must pass; `environments` is the
+    geometry's environment count, `env_forms` whether its lookups take an env_index."""
 
     _kc_special = "fem_lookup"
 
-    def __init__(self, func: Any, dimension: int, scalar: Any) -> None:
+    def __init__(self, func: Any, dimension: int, scalar: Any, environments: int = 1,
+                 env_forms: bool = False) -> None:
         self.func = func
         self.dimension = dimension
         self.scalar = scalar
+        self.environments = environments
+        self.env_forms = env_forms
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("fem.lookup can only be called inside an integrand")
@@ -54,32 +64,29 @@ def _is_int(t: Any) -> bool:
 
 
 def _positional_names(lowerer: Any, extras: list) -> tuple[str, ...]:
-    """The parameter names of the arguments after x, from their count and types."""
+    """The parameter names of the arguments after x, from their count and types: an int
+    where Warp's forms allow one is the environment index."""
     types = [v.type for _, v in extras]
     array_first = bool(types) and isinstance(types[0], T.ArrayType)
     if len(extras) == 1:
         if isinstance(types[0], T.StructType):
             return ("guess",)
         if _is_int(types[0]):
-            raise _error(lowerer, f"fem.lookup(domain, x, env_index): {NO_ENVIRONMENTS}; "
-                         "pass max_dist as a float (e.g. 0.5)", extras[0][0])
+            return ("env_index",)
         return ("max_dist",)
     if len(extras) == 2:
         if array_first:
             return ("filter_array", "filter_target")
         if _is_int(types[1]):
-            raise _error(lowerer, f"fem.lookup(domain, x, max_dist, env_index): "
-                         f"{NO_ENVIRONMENTS}", extras[1][0])
+            return ("max_dist", "env_index")
         raise _error(lowerer, f"fem.lookup(domain, x, filter_array, filter_target): "
                      f"filter_array must be an array, got {types[0]!r}", extras[0][0])
     if len(extras) == 3:
         if array_first:
-            raise _error(lowerer, f"fem.lookup(domain, x, filter_array, filter_target, "
-                         f"env_index): {NO_ENVIRONMENTS}", extras[2][0])
+            return ("filter_array", "filter_target", "env_index")
         return ("max_dist", "filter_array", "filter_target")
     if len(extras) == 4:
-        raise _error(lowerer, f"fem.lookup(domain, x, max_dist, filter_array, filter_target, "
-                     f"env_index): {NO_ENVIRONMENTS}", extras[3][0])
+        return ("max_dist", "filter_array", "filter_target", "env_index")
     return ()
 
 
@@ -88,9 +95,6 @@ def _bind(lowerer: Any, node: ast.Call) -> dict[str, tuple]:
     extras = [(a, lowerer.func_arg(lowerer.visit(a), a)) for a in node.args[2:]]
     bound = dict(zip(_positional_names(lowerer, extras), extras))
     for keyword in node.keywords:
-        if keyword.arg == "env_index":
-            raise _error(lowerer, f"fem.lookup(..., env_index=): {NO_ENVIRONMENTS}",
-                         keyword.value)
         if keyword.arg not in NAMES:
             raise _error(lowerer, f"fem.lookup has no parameter '{keyword.arg}' (it takes "
                          f"{', '.join(NAMES)})", keyword.value)
@@ -104,6 +108,23 @@ def _bind(lowerer: Any, node: ast.Call) -> dict[str, tuple]:
         raise _error(lowerer, f"fem.lookup: ({', '.join(form)}) is not a call form; use "
                      f"{USAGE}", node)
     return bound
+
+
+def _env_index(lowerer: Any, call: LookupCall, bound: dict, node: ast.Call) -> Any:
+    """The environment index argument, checked against the geometry."""
+    if "env_index" not in bound:
+        if call.environments > 1 and "guess" not in bound:
+            raise _error(lowerer, f"fem.lookup on a geometry of {call.environments} "
+                         "environments needs the environment to search: pass an env_index "
+                         "(an int) last, or a guess sample", node)
+        return None
+    env_node, env = bound["env_index"]
+    if not _is_int(env.type):
+        raise _error(lowerer, f"fem.lookup: env_index must be an int, got {env.type!r}",
+                     env_node)
+    if call.environments <= 1 or not call.env_forms:
+        return None  # one environment: every cell is in it
+    return lowerer.coerce(env, T.int32) if env.weak else lowerer.cast(env, T.int32)
 
 
 def _max_dist(lowerer: Any, arg_node: ast.AST, value: Any) -> Any:
@@ -156,6 +177,11 @@ def lower_lookup(lowerer: Any, node: ast.Call) -> Any:
         args.append(lowerer.coerce(lowerer.from_python(0.0, node), T.float32))
     if "filter_array" in bound:
         args += _filter(lowerer, bound)
+    env = _env_index(lowerer, call, bound, node)
+    if env is not None:
+        if "max_dist" not in bound and "filter_array" not in bound:
+            args.append(lowerer.coerce(lowerer.from_python(0.0, node), T.float32))
+        args.append(env)
     return lowerer.call_func(call.func, args)
 
 

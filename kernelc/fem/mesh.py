@@ -198,12 +198,49 @@ class Mesh(Geometry):
                 kc.array(self._host_side_cells, dtype=kc.vec2i, device=device))
         return self._device_arrays[key]
 
+    # ---- environments ------------------------------------------------------------------
+
+    def _set_environments(self, cell_env: Any, env_count: Any) -> None:
+        """Each cell's environment (Warp's checks and messages): None for one environment."""
+        self._env_count, self._cell_env = 1, None
+        if cell_env is None:
+            if env_count not in (None, 1):
+                raise ValueError("Environment count can only be greater than one when cell "
+                                 "environment indices are provided")
+            return
+        if env_count is None:
+            raise ValueError("Environment count must be provided when cell environment "
+                             "indices are provided")
+        if int(env_count) < 1:
+            raise ValueError("Environment count must be at least one")
+        if not isinstance(cell_env, kc.array):
+            raise ValueError("Cell environment indices must be a kernelc array")
+        if cell_env.ndim != 1 or cell_env.shape[0] != self.cell_count():
+            raise ValueError("Cell environment indices must have one entry per cell")
+        if kc.types.as_type(cell_env.dtype) != kc.types.as_type(kc.int32):
+            raise ValueError("Cell environment indices must have dtype wp.int32")
+        self._env_count, self._cell_env = int(env_count), cell_env
+
+    def environment_count(self) -> int:
+        return getattr(self, "_env_count", 1)
+
+    @property
+    def cell_env(self) -> Any:
+        """Each cell's environment (an int32 array), None for one environment."""
+        return getattr(self, "_cell_env", None)
+
+    def _env_name(self) -> str:
+        return "_env" if self.environment_count() > 1 else ""
+
     def cell_arg_value(self, device: Any = None) -> Any:
         key = ("cell", str(kc.get_device(device)))
         if key not in self._args:
             arg = self.CellArg()
             arg.cell_vertices = self._cell_vertices.to(device)
             arg.positions = self.positions.to(device)
+            cell_env = self.cell_env
+            arg.cell_env = (kc.zeros(self.cell_count(), dtype=int, device=device)
+                            if cell_env is None else cell_env.to(device))
             self._args[key] = arg
         return self._args[key]
 
@@ -222,7 +259,8 @@ class Mesh(Geometry):
 
     def _bind(self, funcs: Any) -> None:
         self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
-        for name in self.CELL_FUNCS + self.SIDE_FUNCS + ("cell_lookup",):
+        for name in self.CELL_FUNCS + self.SIDE_FUNCS + (
+                "cell_lookup", "cell_environment_index", "side_environment_index"):
             setattr(self, name, getattr(funcs, name))
 
 
@@ -260,7 +298,10 @@ def _as_positions(positions: Any) -> Any:
 
 
 def mesh_struct(name: str, fields: dict[str, Any]) -> type:
-    """A kernelc struct type with the given fields."""
+    """A kernelc struct type with the given fields (a cell argument also gets `cell_env`,
+    each cell's environment)."""
+    if "CellArg" in name:
+        fields = {**fields, "cell_env": kc.array(dtype=int)}
     return kc.struct(type(name, (), {"__annotations__": dict(fields)}))
 
 
@@ -298,9 +339,20 @@ def side_cell_funcs(SideArg: type, Coords: type, inverse_gradient: Any, side_mea
         return side_measure(arg, s) / kc.min(cell_measure(arg.cell_arg, inner),
                                              cell_measure(arg.cell_arg, outer))
 
+    @kc.func
+    def cell_environment_index(arg: Any, s: Any):
+        return arg.cell_env[s.element_index]
+
+    @kc.func
+    def side_environment_index(arg: SideArg, s: Any):
+        # a side is in its inner cell's environment
+        return arg.cell_arg.cell_env[arg.side_cells[s.element_index][0]]
+
     return {"side_inner_inverse_deformation_gradient": side_inner_inverse_deformation_gradient,
             "side_outer_inverse_deformation_gradient": side_outer_inverse_deformation_gradient,
-            "side_measure_ratio": side_measure_ratio}
+            "side_measure_ratio": side_measure_ratio,
+            "cell_environment_index": cell_environment_index,
+            "side_environment_index": side_environment_index}
 
 
 def closest_cell_lookup(CellArg: type, triangle: bool, scalar: Any) -> Any:
@@ -336,5 +388,6 @@ def closest_cell_lookup(CellArg: type, triangle: bool, scalar: Any) -> Any:
         return coords, dist
 
     closest_point = closest_on_triangle if triangle else closest_on_tetrahedron
-    return lookup_overloads(CellArg, scalar, partial(closest_search, scalar, CellArg,
-                                                     vertex_cell_count, closest_point))
+    search = partial(closest_search, scalar, CellArg, vertex_cell_count, closest_point)
+    return lookup_overloads(CellArg, scalar, search,
+                            env_search=partial(search, environments=True))

@@ -35,14 +35,14 @@ AXIS_FLAG = 1 << 20
 
 class NanogridBase(Geometry):
     """What regular and adaptive sparse grids share: a cell grid and its transform, index
-    grids built from voxels, host lookups and kernel arguments. Subclasses set `_cell_grid`,
-    `_device`, `_cell_ijk`, `_node_grid` (the vertices), `_faces`, `_args` and the transform
-    (`_init_transform`), and say where each cell's nodes sit (`cell_vertex_voxels`,
-    `cell_edge_voxels`, `cell_face_voxels`)."""
+    grids built from voxels, host lookups, environments and kernel arguments. Subclasses set
+    `_cell_grid`, `_device`, `_cell_ijk_host`, `_node_grid` (the vertices), `_faces`, `_args`,
+    the transform (`_init_transform`) and the environments (`_set_environments`), and say
+    where each cell's nodes sit (`cell_vertex_voxels`, `cell_edge_voxels`,
+    `cell_face_voxels`)."""
 
     dimension = 3
     _args: dict[Any, Any]
-    _cell_ijk: Any
     _cell_grid: kc.Volume
     _device: Any
     _node_grid: kc.Volume
@@ -156,6 +156,48 @@ class NanogridBase(Geometry):
         """The index grid numbering face nodes."""
         return self.face_grid
 
+    # ---- environments ------------------------------------------------------------------
+
+    def _set_environments(self, cell_env: Any, env_offsets: Any) -> None:
+        """Each cell's environment and each environment's offset in the cell grid (one
+        environment at offset 0 when both are None)."""
+        count = len(self._cell_ijk_host)
+        offsets = np.zeros((1, 3), np.int32) if env_offsets is None else _host(env_offsets)
+        offsets = offsets.astype(np.int32).reshape(-1, 3)
+        if len(offsets) == 0:
+            raise ValueError("Environment offsets must have at least one entry")
+        envs = np.zeros(count, np.int32) if cell_env is None else _host(cell_env).reshape(-1)
+        if len(envs) < count:
+            raise ValueError(f"Cell environment array must have one entry per "
+                             f"{type(self).__name__} cell ({count}), got {len(envs)}")
+        envs = envs[:count].astype(np.int32)
+        if count and (envs.min() < 0 or envs.max() >= len(offsets)):
+            bad = int(np.flatnonzero((envs < 0) | (envs >= len(offsets)))[0])
+            raise ValueError(f"Environment index {int(envs[bad])} of cell {bad} is out of "
+                             f"bounds; expected a value in [0, {len(offsets)})")
+        self._env_offsets_host, self._cell_env_host = offsets, envs
+        self._cell_env = kc.array(envs, dtype=int, device=self._device)
+        self._env_offsets = kc.array(offsets, dtype=kc.vec3i, device=self._device)
+        self._args.clear()
+
+    def environment_count(self) -> int:
+        return len(self._env_offsets_host)
+
+    @property
+    def cell_env(self) -> Any:
+        """The environment of each cell (an int array)."""
+        return self._cell_env
+
+    @property
+    def env_offsets(self) -> Any:
+        """Where each environment sits in the cell grid: the offset (a `kc.vec3i`) added to
+        its voxels."""
+        return self._env_offsets
+
+    def _cell_ijk_local(self) -> np.ndarray:
+        """Each cell's voxel in its environment's own coordinates."""
+        return self._cell_ijk_host - self._env_offsets_host[self._cell_env_host]
+
     # ---- kernel arguments --------------------------------------------------------------
 
     def cell_arg_value(self, device: Any = None) -> Any:
@@ -163,9 +205,12 @@ class NanogridBase(Geometry):
         if key not in self._args:
             arg = self.CellArg()
             arg.cell_grid = self._cell_grid.id
-            arg.cell_ijk = self._cell_ijk.to(device)
+            # positions come from each environment's own (unpacked) voxels
+            arg.cell_ijk = kc.array(self._cell_ijk_local(), dtype=kc.vec3i, device=device)
             arg.inverse_transform = self._inverse_transform
             arg.cell_volume = self._scalar_type(self._cell_volume)
+            arg.cell_env = self._cell_env.to(device)
+            arg.env_offsets = self._env_offsets.to(device)
             self._fill_cell_arg(arg, device)
             self._args[key] = arg
         return self._args[key]
@@ -176,9 +221,12 @@ class NanogridBase(Geometry):
             _, face_ijk, flags, _ = self._faces
             arg = self.SideArg()
             arg.cell_arg = self.cell_arg_value(device)
-            arg.face_ijk = kc.array(face_ijk, dtype=kc.vec3i, device=device)
+            face_env = self._cell_env_host[self._faces[3][:, 0]]
+            local = face_ijk - self._env_offsets_host[face_env]
+            arg.face_ijk = kc.array(local, dtype=kc.vec3i, device=device)
             arg.face_flags = kc.array(flags, dtype=kc.uint8, device=device)
             arg.face_areas = self._face_areas
+            arg.face_env = kc.array(face_env.astype(np.int32), dtype=int, device=device)
             self._fill_side_arg(arg, device)
             self._args[key] = arg
         return self._args[key]
@@ -199,8 +247,11 @@ class Nanogrid(NanogridBase):
         temporary_store: Accepted for Warp compatibility (kernelc's construction needs no
             temporary pool).
         scalar_type: `kc.float32` or `kc.float64` positions.
-        cell_env: Multiple environments are not supported (must be None).
-        env_offsets: Multiple environments are not supported (must be None).
+        cell_env: The environment of each cell (int array; default: all in environment 0).
+        env_offsets: Where each environment sits in the grid (`kc.vec3i` array, one per
+            environment; default: one environment at offset 0). Cell positions subtract
+            their environment's offset, so environments may overlap in space; see
+            `from_environment_voxels`.
         rebuildable: Whether `rebuild` may change the cells in place (the volume must be
             rebuildable: `kc.Volume.allocate_by_voxels(..., rebuildable=True)`).
     """
@@ -211,9 +262,6 @@ class Nanogrid(NanogridBase):
                  scalar_type: Any = kc.float32, cell_env: Any = None, env_offsets: Any = None,
                  rebuildable: bool = False) -> None:
         super().__init__(scalar_type)
-        if cell_env is not None or env_offsets is not None:
-            raise NotImplementedError("Nanogrid environments (cell_env=, env_offsets=) are not "
-                                      "supported by kernelc")
         if not isinstance(grid, kc.Volume):
             raise TypeError(f"Nanogrid needs a kc.Volume, got {type(grid).__name__}")
         if rebuildable and not grid.is_rebuildable:
@@ -223,13 +271,63 @@ class Nanogrid(NanogridBase):
         self._device = grid.device
         self._args: dict[Any, Any] = {}
         self._set_cells()
+        self._set_environments(cell_env, env_offsets)
         self._init_transform()
         funcs = nanogrid_funcs(scalar_type)
         self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
         for name in self.CELL_FUNCS + self.SIDE_FUNCS + (
                 "cell_lookup", "cell_coordinates", "cell_closest_point", "side_coordinates",
-                "side_closest_point"):
+                "side_closest_point", "cell_environment_index", "side_environment_index"):
             setattr(self, name, getattr(funcs, name))
+
+    @classmethod
+    def from_environment_voxels(cls, points: Any = None, point_envs: Any = None,
+                                env_count: int | None = None, env_offsets: Any = None, *,
+                                point_mask: Any = None, guard_cells: int = 3,
+                                voxel_size: Any = 1.0, translation: Any = (0.0, 0.0, 0.0),
+                                transform: Any = None, temporary_store: Any = None,
+                                scalar_type: Any = kc.float32, device: Any = None,
+                                rebuildable: bool = False, max_active_voxels: int | None = None,
+                                max_leaf_nodes: int | None = None,
+                                max_lower_nodes: int | None = None,
+                                max_upper_nodes: int | None = None, status: Any = None,
+                                cell_ijks: Any = None) -> "Nanogrid":
+        """A grid of several environments from voxels tagged with their environment.
+
+        Args:
+            points: Voxels (`kc.vec3i`) or world points (`kc.vec3f`), each in its own
+                environment's coordinates (or Warp's older form: one `kc.vec3i` array
+                per environment, with `point_envs` and `env_count` left out).
+            point_envs: The environment of each point (int32).
+            env_count: Number of environments.
+            env_offsets: Where each environment goes in the packed grid (`kc.vec3i`, one
+                per environment); by default environments are laid side by side along x,
+                `guard_cells` empty voxels apart (see `kernelc/fem/nanogrid_env.py`).
+            point_mask: Points where it is 0 are left out.
+            rebuildable: Whether `rebuild` may change the cells (capacities as
+                `kc.Volume.allocate_by_voxels`). An exact build raises ValueError for a
+                used point whose environment is out of range; a rebuildable one drops it
+                and sets `REBUILD_INVALID_INPUT` in `status`.
+
+        Positions are each environment's own: `fem.lookup` and `PicQuadrature` take the
+        environment to search (`env_index`, `env_indices`)."""
+        from kernelc.fem.nanogrid_env import build_nanogrid
+        if cell_ijks is not None:
+            if points is not None:
+                raise TypeError("points and cell_ijks cannot both be provided")
+            points = cell_ijks
+        if points is None:
+            raise TypeError("points is required")
+        capacity = {k: v for k, v in (("max_active_voxels", max_active_voxels),
+                                      ("max_leaf_nodes", max_leaf_nodes),
+                                      ("max_lower_nodes", max_lower_nodes),
+                                      ("max_upper_nodes", max_upper_nodes)) if v is not None}
+        return build_nanogrid(cls, points, point_envs, env_count, env_offsets,
+                              point_mask=point_mask, guard_cells=guard_cells,
+                              voxel_size=voxel_size, translation=translation,
+                              transform=transform, scalar_type=scalar_type, device=device,
+                              rebuildable=rebuildable, status=status, capacity=capacity,
+                              temporary_store=temporary_store)
 
     def _set_cells(self) -> None:
         """Reads the cells (the active voxels) from the cell grid, and makes the vertex
@@ -238,7 +336,6 @@ class Nanogrid(NanogridBase):
         self._cell_ijk_host = grid_voxels(grid)
         if len(self._cell_ijk_host) == 0:
             raise ValueError("Nanogrid requires at least one active cell")
-        self._cell_ijk = kc.array(self._cell_ijk_host, dtype=kc.vec3i, device=self._device)
         corners = self._cell_ijk_host[:, None, :] + _CUBE_CORNERS[None, :, :]
         self._node_grid = self._index_grid(corners.reshape(-1, 3))
         for derived in ("_faces", "_edges"):
@@ -256,8 +353,11 @@ class Nanogrid(NanogridBase):
         if not self._rebuildable:
             raise RuntimeError("Nanogrid was not constructed in rebuildable mode")
         if point_envs is not None:
-            raise NotImplementedError("Nanogrid environments (point_envs=) are not supported "
-                                      "by kernelc")
+            from kernelc.fem.nanogrid_env import rebuild_nanogrid
+            return rebuild_nanogrid(self, points, point_envs, status, point_mask)
+        if self.environment_count() > 1:
+            raise ValueError("point_envs is required when rebuilding a multi-environment "
+                             "Nanogrid")
         status = self._cell_grid.rebuild(points, status=status, point_mask=point_mask)
         self.rebuild_topology_from_cells()
         return status
@@ -267,6 +367,7 @@ class Nanogrid(NanogridBase):
         if not self._rebuildable:
             raise RuntimeError("Nanogrid was not constructed in rebuildable mode")
         self._set_cells()
+        self._set_environments(None, self._env_offsets_host)
 
     # ---- faces and edges ---------------------------------------------------------------
 
@@ -308,7 +409,7 @@ class Nanogrid(NanogridBase):
     def host_cell_positions(self, coords: np.ndarray) -> np.ndarray:
         info = self._cell_grid.get_grid_info()
         t = np.array(info.transform_matrix, dtype=np.float64).reshape(3, 3)
-        uvw = (self._cell_ijk_host[:, None, :].astype(np.float64)
+        uvw = (self._cell_ijk_local()[:, None, :].astype(np.float64)
                + np.asarray(coords, dtype=np.float64)[None, :, :3] - 0.5)
         return uvw @ t.T + np.asarray(info.translation, dtype=np.float64)
 
@@ -317,6 +418,11 @@ class Nanogrid(NanogridBase):
 # Corner n of a cell is (n >> 2 & 1, n >> 1 & 1, n & 1), as a cube's vertex n.
 _CUBE_CORNERS = np.array([[(n >> 2) & 1, (n >> 1) & 1, n & 1] for n in range(8)],
                          dtype=np.int32)
+
+
+def _host(values: Any) -> np.ndarray:
+    """A kc array or a sequence as a NumPy array."""
+    return np.asarray(values.numpy() if hasattr(values, "numpy") else values)
 
 
 def grid_voxels(volume: kc.Volume) -> np.ndarray:

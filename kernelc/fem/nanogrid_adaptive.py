@@ -55,8 +55,9 @@ class AdaptiveNanogrid(NanogridBase):
         level_count: The number of levels (at most 8).
         temporary_store: Accepted for Warp compatibility.
         scalar_type: `kc.float32` or `kc.float64` positions.
-        cell_env: Multiple environments are not supported (must be None).
-        env_offsets: Multiple environments are not supported (must be None).
+        cell_env: The environment of each cell (int array; default: all in environment 0).
+        env_offsets: Each environment's offset in the grid (`kc.vec3i` array, fine voxels,
+            multiples of the coarsest cell size; default: one environment at 0).
     """
 
     dimension = 3
@@ -65,13 +66,42 @@ class AdaptiveNanogrid(NanogridBase):
     fine_ijk = fine_ijk
     coarse_ijk = coarse_ijk
 
+    @classmethod
+    def from_environment_voxels(cls, points: Any = None, cell_levels: Any = None,
+                                point_envs: Any = None, env_count: Any = None,
+                                level_count: int | None = None, env_offsets: Any = None, *,
+                                point_mask: Any = None, voxel_size: Any = 1.0,
+                                translation: Any = (0.0, 0.0, 0.0), transform: Any = None,
+                                temporary_store: Any = None, scalar_type: Any = kc.float32,
+                                device: Any = None, cell_ijks: Any = None
+                                ) -> "AdaptiveNanogrid":
+        """An adaptive grid of several environments (as `Nanogrid.from_environment_voxels`):
+        `points` are each cell's lowest fine voxel in its environment's coordinates,
+        `cell_levels` (uint8) their levels. Generated offsets are multiples of the
+        coarsest cell size, with one coarse cell of guard between environments. Warp's
+        older form (per-environment arrays of voxels and of levels) is accepted too."""
+        from kernelc.fem.nanogrid_env import build_adaptive_nanogrid
+        if cell_ijks is not None:
+            if points is not None:
+                raise TypeError("points and cell_ijks cannot both be provided")
+            points = cell_ijks
+        if points is None:
+            raise TypeError("points is required")
+        if not hasattr(points, "shape"):  # older form: (cell_ijks, levels, level_count, offsets)
+            if isinstance(point_envs, int):
+                level_count, point_envs = point_envs, None
+            if env_count is not None and not isinstance(env_count, int):
+                env_offsets, env_count = env_count, None
+        return build_adaptive_nanogrid(cls, points, cell_levels, point_envs, env_count,
+                                       level_count, env_offsets, point_mask=point_mask,
+                                       voxel_size=voxel_size, translation=translation,
+                                       transform=transform, scalar_type=scalar_type,
+                                       device=device, temporary_store=temporary_store)
+
     def __init__(self, cell_grid: kc.Volume, cell_level: Any, level_count: int,
                  temporary_store: Any = None, scalar_type: Any = kc.float32,
                  cell_env: Any = None, env_offsets: Any = None) -> None:
         super().__init__(scalar_type)
-        if cell_env is not None or env_offsets is not None:
-            raise NotImplementedError("Nanogrid environments (cell_env=, env_offsets=) are not "
-                                      "supported by kernelc")
         if not isinstance(cell_grid, kc.Volume):
             raise TypeError(f"AdaptiveNanogrid needs a kc.Volume, got {type(cell_grid).__name__}")
         if level_count > MAX_LEVELS:
@@ -93,15 +123,15 @@ class AdaptiveNanogrid(NanogridBase):
             raise ValueError(f"cell levels must lie in [0, {self.level_count - 1}]")
         self._cell_level_host = levels.astype(np.uint8)
         self._cell_level = kc.array(self._cell_level_host, dtype=kc.uint8, device=self._device)
-        self._cell_ijk = kc.array(self._cell_ijk_host, dtype=kc.vec3i, device=self._device)
         self._node_grid = self._index_grid(np.concatenate(
             [self.cell_vertex_voxels(n) for n in range(8)]))
+        self._set_environments(cell_env, env_offsets)
         self._init_transform()
         funcs = adaptive_nanogrid_funcs(scalar_type)
         self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
         for name in self.CELL_FUNCS + self.SIDE_FUNCS + (
                 "cell_lookup", "cell_coordinates", "cell_closest_point", "side_coordinates",
-                "side_closest_point"):
+                "side_closest_point", "cell_environment_index", "side_environment_index"):
             setattr(self, name, getattr(funcs, name))
 
     # ---- levels and stacked grids ------------------------------------------------------
@@ -220,7 +250,7 @@ class AdaptiveNanogrid(NanogridBase):
         info = self._cell_grid.get_grid_info()
         t = np.array(info.transform_matrix, dtype=np.float64).reshape(3, 3)
         scale = (1 << self._cell_level_host.astype(np.int64)).astype(np.float64)
-        uvw = (self._cell_ijk_host[:, None, :].astype(np.float64)
+        uvw = (self._cell_ijk_local()[:, None, :].astype(np.float64)
                + np.asarray(coords, dtype=np.float64)[None, :, :3] * scale[:, None, None] - 0.5)
         return uvw @ t.T + np.asarray(info.translation, dtype=np.float64)
 

@@ -67,11 +67,12 @@ def adaptive_nanogrid_funcs(scalar: Any) -> SimpleNamespace:
     CellArg = kc.struct(type(f"AdaptiveNanogridCellArg{suffix}", (), {"__annotations__": {
         "cell_grid": kc.uint64, "cell_ijk": kc.array(dtype=kc.vec3i),
         "cell_level": kc.array(dtype=kc.uint8), "inverse_transform": mat_type(3, 3, scalar),
-        "cell_volume": scalar, "level_count": int}}))
+        "cell_volume": scalar, "level_count": int,
+        "cell_env": kc.array(dtype=int), "env_offsets": kc.array(dtype=kc.vec3i)}}))
     SideArg = kc.struct(type(f"AdaptiveNanogridSideArg{suffix}", (), {"__annotations__": {
         "cell_arg": CellArg, "face_ijk": kc.array(dtype=kc.vec3i),
         "face_cell_indices": kc.array(dtype=kc.vec2i), "face_flags": kc.array(dtype=kc.uint8),
-        "face_areas": vec3}}))
+        "face_areas": vec3, "face_env": kc.array(dtype=int)}}))
 
     @kc.func
     def cell_scale(arg: CellArg, cell: int):
@@ -235,7 +236,8 @@ def adaptive_nanogrid_funcs(scalar: Any) -> SimpleNamespace:
         coords = coarse_coords(arg.cell_arg.cell_ijk[cell_index],
                                int(arg.cell_arg.cell_level[cell_index]), cell_coords,
                                arg.face_ijk[side_index], face_level(flags))
-        if (coords[axis] == scalar(0.0) and kc.min(coords) >= scalar(0.0)
+        same_env = arg.face_env[side_index] == arg.cell_arg.cell_env[cell_index]
+        if (same_env and coords[axis] == scalar(0.0) and kc.min(coords) >= scalar(0.0)
                 and kc.max(coords) <= scalar(1.0)):
             return cell_to_side(axis, inner_missing(flags), coords)
         return Coords(scalar(OUTSIDE))
@@ -259,8 +261,17 @@ def adaptive_nanogrid_funcs(scalar: Any) -> SimpleNamespace:
         return projected, kc.length_sq(kc.volume_index_to_world_dir(arg.cell_arg.cell_grid,
                                                                     offset))
 
+    @kc.func
+    def cell_environment_index(arg: CellArg, s: Any):
+        return arg.cell_env[s.element_index]
+
+    @kc.func
+    def side_environment_index(arg: SideArg, s: Any):
+        return arg.face_env[s.element_index]
+
     scope = locals()
-    names = ("CellArg", "SideArg", "cell_position", "cell_deformation_gradient",
+    names = ("cell_environment_index", "side_environment_index",
+             "CellArg", "SideArg", "cell_position", "cell_deformation_gradient",
              "cell_inverse_deformation_gradient", "cell_measure", "cell_normal",
              "cell_coordinates", "cell_closest_point", "cell_lookup", "side_to_cell_arg",
              "side_position", "side_deformation_gradient",

@@ -33,10 +33,12 @@ def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
 
     CellArg = kc.struct(type(f"NanogridCellArg{suffix}", (), {"__annotations__": {
         "cell_grid": kc.uint64, "cell_ijk": kc.array(dtype=kc.vec3i),
-        "inverse_transform": mat33, "cell_volume": scalar}}))
+        "inverse_transform": mat33, "cell_volume": scalar,
+        "cell_env": kc.array(dtype=int), "env_offsets": kc.array(dtype=kc.vec3i)}}))
     SideArg = kc.struct(type(f"NanogridSideArg{suffix}", (), {"__annotations__": {
         "cell_arg": CellArg, "face_ijk": kc.array(dtype=kc.vec3i),
-        "face_flags": kc.array(dtype=kc.uint8), "face_areas": vec3}}))
+        "face_flags": kc.array(dtype=kc.uint8), "face_areas": vec3,
+        "face_env": kc.array(dtype=int)}}))
 
     @kc.func
     def real(ijk: kc.vec3i):
@@ -174,8 +176,13 @@ def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
         return kc.cross(u, v) / arg.face_areas[axis]
 
     @kc.func
+    def packed_face_ijk(arg: SideArg, side_index: int):
+        # the face's voxel in the cell grid, where environments sit side by side
+        return arg.face_ijk[side_index] + arg.cell_arg.env_offsets[arg.face_env[side_index]]
+
+    @kc.func
     def side_inner_cell_index(arg: SideArg, side_index: int):
-        ijk = arg.face_ijk[side_index]
+        ijk = packed_face_ijk(arg, side_index)
         flags = arg.face_flags[side_index]
         axis = face_axis(flags)
         ijk[axis] = ijk[axis] + inner_missing(flags) - 1
@@ -183,7 +190,7 @@ def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
 
     @kc.func
     def side_outer_cell_index(arg: SideArg, side_index: int):
-        ijk = arg.face_ijk[side_index]
+        ijk = packed_face_ijk(arg, side_index)
         flags = arg.face_flags[side_index]
         axis = face_axis(flags)
         ijk[axis] = ijk[axis] - outer_missing(flags)
@@ -206,7 +213,8 @@ def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
         flags = arg.face_flags[side_index]
         axis = face_axis(flags)
         altitude = arg.face_ijk[side_index][axis] - arg.cell_arg.cell_ijk[cell_index][axis]
-        if scalar(altitude) == cell_coords[axis]:
+        same_env = arg.face_env[side_index] == arg.cell_arg.cell_env[cell_index]
+        if same_env and scalar(altitude) == cell_coords[axis]:
             return cell_to_side(axis, inner_missing(flags), cell_coords)
         return Coords(scalar(OUTSIDE))
 
@@ -227,6 +235,14 @@ def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
         return projected, kc.length_sq(kc.volume_index_to_world_dir(arg.cell_arg.cell_grid,
                                                                     offset))
 
+    @kc.func
+    def cell_environment_index(arg: CellArg, s: Any):
+        return arg.cell_env[s.element_index]
+
+    @kc.func
+    def side_environment_index(arg: SideArg, s: Any):
+        return arg.face_env[s.element_index]
+
     scope = locals()
     names = ("real", "face_axis", "inner_missing", "outer_missing", "side_to_cell",
              "cell_to_side", "face_tangents", "index_point",
@@ -237,5 +253,6 @@ def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
              "side_inner_inverse_deformation_gradient", "side_outer_inverse_deformation_gradient",
              "side_measure", "side_measure_ratio", "side_normal", "side_inner_cell_index",
              "side_outer_cell_index", "side_inner_cell_coords", "side_outer_cell_coords",
-             "side_from_cell_coords", "side_coordinates", "side_closest_point")
+             "side_from_cell_coords", "side_coordinates", "side_closest_point",
+             "cell_environment_index", "side_environment_index")
     return SimpleNamespace(**{n: scope[n] for n in names})

@@ -83,7 +83,8 @@ deformation_gradient = Operator("deformation_gradient", "domain", "Gradient of t
                                 "position with respect to element coordinates.")
 lookup = Operator("lookup", "domain", "The sample of the cell containing a world position "
                   "(the closest cell's closest point outside the geometry); "
-                  "`fem.lookup(domain, x)` or `fem.lookup(domain, x, guess)`.")
+                  "`fem.lookup(domain, x[, max_dist | guess])`, with filters, and with an "
+                  "env_index last on geometries of several environments.")
 
 to_inner_cell = Operator("to_inner_cell", "domain", "The side sample moved to the side's "
                         "inner cell (a sample with no quadrature point or dof).")
@@ -98,8 +99,8 @@ element_coordinates = Operator("element_coordinates", "domain", "`fem.element_co
 element_closest_point = Operator("element_closest_point", "domain", "`coords, dist_sq = "
                                  "fem.element_closest_point(domain, element, x)`: the closest "
                                  "point of the element to x and its squared distance.")
-environment_index = Operator("environment_index", "domain", "The environment of the sample "
-                             "(always 0: kernelc geometries have one environment).")
+environment_index = Operator("environment_index", "domain", "The environment of the sample's "
+                             "element (0 on geometries of one environment).")
 element_index = Operator("element_index", "domain", "`fem.element_index(domain, i)`: the "
                          "geometry index of the domain's i-th element.")
 element_partition_index = Operator("element_partition_index", "domain", "`fem."

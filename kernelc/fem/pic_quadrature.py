@@ -48,7 +48,9 @@ class PicQuadrature(Quadrature):
             partition's cells (`fem.partition_lookup`; at least half a cell on grids).
         use_domain_element_indices: Bin by the cells' indices in the domain instead of in
             the geometry (cell indices given in `positions` are then domain indices).
-        env_indices: Not supported (environments).
+        env_indices: The environment of each particle (an int array), given with world
+            positions on a geometry of several environments (required there): a particle
+            is looked for among its environment's cells only.
         temporary_store: Accepted for Warp's sake.
 
     Raises:
@@ -64,11 +66,10 @@ class PicQuadrature(Quadrature):
         super().__init__(domain)
         if domain.element_kind != ElementKind.CELL:
             raise ValueError("PicQuadrature needs a domain of cells")
-        if env_indices is not None:
-            raise NotImplementedError("environment indices are not supported yet")
         self._by_domain = bool(use_domain_element_indices)
         self._scalar = domain.geometry.scalar_type
         self._max_dist = float(max_dist)
+        self._env_indices = _checked_env_indices(domain, positions, env_indices)
         self._bin(positions, measures)
         self._device_arrays: dict[str, Any] = {}
 
@@ -221,7 +222,9 @@ class PicQuadrature(Quadrature):
         """(bin, cell coordinates) of world positions: -1 for those in no cell of the
         domain."""
         domain = self._domain
-        cells, coords = _locate(domain, positions, self._max_dist)
+        cells, coords = _locate(domain, positions, self._max_dist, self._env_indices)
+        self.cell_indices = kc.array(cells.astype(np.int32), dtype=kc.int32,
+                                     device=positions.device)
         if self._by_domain:  # geometry cell -> domain element (-1 outside the domain)
             to_domain = np.full(domain.geometry_element_count(), NULL_ELEMENT_INDEX,
                                 dtype=np.int64)
@@ -292,15 +295,44 @@ def _base(geometry: Any) -> Any:
 _KERNELS: dict[tuple, Any] = {}
 
 
-def _locate(domain: GeometryDomain, positions: Any, max_dist: float
+def _checked_env_indices(domain: GeometryDomain, positions: Any, env_indices: Any) -> Any:
+    """The particles' environments as an int32 array, checked as Warp checks them; None
+    where the geometry has one environment (every particle is in it)."""
+    several = domain.geometry.environment_count() > 1
+    if not isinstance(positions, kc.array):
+        if env_indices is not None:
+            raise ValueError("Environment indices can only be provided with world-space "
+                             "particle positions")
+        return None
+    if env_indices is None:
+        if several:
+            raise ValueError("World-space PicQuadrature over a multi-environment geometry "
+                             "requires explicit environment indices")
+        return None
+    if not isinstance(env_indices, kc.array):
+        raise ValueError("Environment indices must be a kernelc array")
+    if tuple(env_indices.shape) != (positions.shape[0],):
+        raise ValueError("Environment indices must have one entry per particle position")
+    if not np.issubdtype(np.dtype(kc.types.as_type(env_indices.dtype).np_dtype), np.integer):
+        raise ValueError("Environment indices must have an integer dtype")
+    if not several:
+        return None
+    return kc.array(env_indices.numpy().astype(np.int32), dtype=kc.int32,
+                    device=positions.device)
+
+
+def _locate(domain: GeometryDomain, positions: Any, max_dist: float, envs: Any = None
             ) -> tuple[np.ndarray, np.ndarray]:
     """(geometry cell, cell coordinates) of each position: the cell by the domain's
     partition lookup (Warp's: on a partition, a partition cell near the position), the
     coordinates of the position in it (outside it for positions outside the geometry: not
-    the lookup's closest point), as Warp bins particles."""
+    the lookup's closest point), as Warp bins particles. With environments (`envs`, one
+    per position), each is looked up in its environment, among the geometry's cells."""
     from kernelc.fem.domain_index import domain_arg_type, domain_arg_value
     from kernelc.fem.domain_ops import domain_operator
 
+    if envs is not None:
+        return _locate_in_environments(domain, positions, max_dist, envs)
     key = ("locate", domain.name, repr(kc.types.as_type(positions.dtype)))
     if key not in _KERNELS:
         lookup = domain_operator(domain, "partition_lookup")
@@ -328,6 +360,44 @@ def _locate(domain: GeometryDomain, positions: Any, max_dist: float
                                                positions, max_dist, cells, coords],
                   device=positions.device)
     return cells.numpy().astype(np.int64), coords.numpy()
+
+
+def _locate_in_environments(domain: GeometryDomain, positions: Any, max_dist: float,
+                            envs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """`_locate` with each position's environment: the geometry's own lookup in that
+    environment; on a partition, a cell found outside it counts as none."""
+    from kernelc.fem.domain_ops import domain_operator
+
+    geo = domain.geometry
+    key = ("locate_env", geo.name, repr(kc.types.as_type(positions.dtype)))
+    if key not in _KERNELS:
+        lookup = geo.cell_lookup
+        coordinates = domain_operator(domain, "element_coordinates")
+        Coords = coords_type(geo.scalar_type)
+        CellArg, Position = geo.CellArg, positions.dtype
+
+        @kc.kernel(enable_backward=False)
+        def pic_locate_env(cell_arg: CellArg, points: kc.array(dtype=Position),
+                           envs: kc.array(dtype=kc.int32), max_dist: float,
+                           cells: kc.array(dtype=int), coords: kc.array(dtype=Coords)):
+            p = kc.tid()
+            s = lookup(cell_arg, points[p], max_dist, envs[p])
+            cells[p] = s.element_index
+            if s.element_index != NULL_ELEMENT_INDEX:
+                coords[p] = coordinates(cell_arg, s.element_index, points[p])
+
+        _KERNELS[key] = pic_locate_env
+    n, device = positions.shape[0], positions.device
+    Coords = coords_type(geo.scalar_type)
+    cells = kc.full(n, NULL_ELEMENT_INDEX, dtype=kc.int32, device=device)
+    coords = kc.full(n, Coords(OUTSIDE), dtype=Coords, device=device)
+    if n:
+        kc.launch(_KERNELS[key], dim=n, inputs=[geo.cell_arg_value(device), positions, envs,
+                                               max_dist, cells, coords], device=device)
+    found = cells.numpy().astype(np.int64)
+    inside = np.zeros(geo.cell_count() + 1, dtype=bool)
+    inside[domain.element_indices()] = True
+    return np.where(inside[found], found, -1), coords.numpy()
 
 
 def _cell_measures(domain: GeometryDomain, cells: np.ndarray, coords: np.ndarray) -> np.ndarray:

@@ -45,6 +45,9 @@ class Quadmesh(Mesh):
         positions: Vertex positions, a `kc.array` of `vec2` / `vec3` (float32 or float64).
         build_bvh: Accepted for Warp's sake (lookups search the cells without one).
         temporary_store: Accepted for Warp's sake.
+        cell_env: Each cell's environment (an int32 array, with `env_count`): cells of
+            different environments share no lookup (see docs/fem.md, environments).
+        env_count: Number of environments.
     """
 
     _CELL_VERTICES = 4
@@ -52,15 +55,17 @@ class Quadmesh(Mesh):
     _DIMENSIONS = (2, 3)
 
     def __init__(self, quad_vertex_indices: Any, positions: Any, build_bvh: bool = False,
-                 temporary_store: Any = None) -> None:
+                 temporary_store: Any = None, cell_env: Any = None,
+                 env_count: int | None = None) -> None:
         super().__init__(quad_vertex_indices, positions, type(self).__name__)
+        self._set_environments(cell_env, env_count)
         self.quad_vertex_indices = self._cell_vertices
         self._bind(_quadmesh_funcs(self.scalar_type, self.dimension))
 
     @property
     def name(self) -> str:
         suffix = "" if self.scalar_type == kc.float32 else "_f64"
-        return f"Quadmesh{self.dimension}D{suffix}"
+        return f"Quadmesh{self.dimension}D{self._env_name()}{suffix}"
 
     def reference_cell(self) -> Element:
         return Element.SQUARE

@@ -16,7 +16,7 @@ from kernelc.fem.domain_index import INDEX_OPERATORS
 from kernelc.fem.domain_ops import domain_operator
 from kernelc.fem.field import cells_of_field
 from kernelc.fem.field_nodes import field_op_key, why_not
-from kernelc.fem.lookup_call import NAMES, NO_ENVIRONMENTS, USAGE, LookupCall
+from kernelc.fem.lookup_call import NAMES, USAGE, LookupCall
 from kernelc.frontend.source import Source
 
 
@@ -202,7 +202,9 @@ class Rewriter(ast.NodeTransformer):
                                  "domain", node)
         if op.name == "lookup":
             geometry = self.targets[target.id].geometry
-            func = LookupCall(func, geometry.dimension, geometry.scalar_type)
+            func = LookupCall(func, geometry.dimension, geometry.scalar_type,
+                              geometry.environment_count(),
+                              hasattr(geometry, "cell_environment_index"))
         callee = self.bind(func, op.name, node.func)
         if first is None:
             first = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target)
@@ -215,14 +217,13 @@ class Rewriter(ast.NodeTransformer):
         """Checks the argument count and keyword names of `fem.lookup` (their types are
         checked when the integrand is compiled) and rewrites the keyword values."""
         given = len(args) + len(node.keywords)
-        if len(args) < 2 or given > 5:
-            raise self.error(f"fem.lookup takes 2 to 5 arguments, got {given}: {USAGE}"
-                             + (f"; {NO_ENVIRONMENTS}" if given == 6 else ""), node)
+        if len(args) < 2 or given > 6:
+            raise self.error(f"fem.lookup takes 2 to 6 arguments, got {given}: {USAGE}",
+                             node)
         for keyword in node.keywords:
             if keyword.arg not in NAMES:
-                what = (f"'{keyword.arg}': {NO_ENVIRONMENTS}" if keyword.arg == "env_index"
-                        else f"'{keyword.arg}' (it takes {', '.join(NAMES)})")
-                raise self.error(f"fem.lookup has no keyword argument {what}", keyword.value)
+                raise self.error(f"fem.lookup has no keyword argument '{keyword.arg}' (it "
+                                 f"takes {', '.join(NAMES)})", keyword.value)
         return [ast.copy_location(ast.keyword(arg=k.arg, value=self.visit(k.value)), k)
                 for k in node.keywords]
 

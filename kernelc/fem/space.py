@@ -119,20 +119,27 @@ def make_space_partition(space: "FunctionSpace | SpaceTopology | None" = None,
         space_topology: The topology to partition.
         with_halo: Whether to add the nodes of the cells across the partition's sides.
         max_node_count: Warp's node capacity, which spares its GPU code a device-to-host
-            copy; kernelc counts the nodes exactly and does not need it.
-        environment_first: Environments are not supported (must be False).
+            copy; kernelc counts the nodes exactly and does not need it, except with
+            `environment_first`, where it fixes the node count as in Warp.
+        environment_first: Group the nodes by environment (`EnvironmentSpacePartition`:
+            its `env_offsets` say where each environment's nodes start).
         device: Accepted for Warp's sake.
         temporary_store: Accepted for Warp's sake.
     """
-    if environment_first:
-        raise NotImplementedError("environment_first partitions (environments) are not "
-                                  "supported by kernelc")
     if isinstance(space, SpaceTopology):
         space, space_topology = None, space
     if space_topology is None:
         if space is None:
             raise ValueError("give a space or a space topology")
         space_topology = space.topology
+    if environment_first:
+        from kernelc.fem.space_partition import EnvironmentSpacePartition
+        part = None if geometry_partition is None or isinstance(geometry_partition, Geometry) \
+            else geometry_partition
+        if part is not None and with_halo:
+            raise ValueError("`environment_first=True` does not support `with_halo=True` for "
+                             "non-whole geometry partitions.")
+        return EnvironmentSpacePartition(space_topology, part, max_node_count)
     if geometry_partition is not None and not isinstance(geometry_partition, Geometry):
         from kernelc.fem.space_partition import NodePartition
 

@@ -119,3 +119,107 @@ def _nodes_of(table: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["NodePartition"]
+
+
+class EnvironmentSpacePartition(SpacePartition):
+    """The nodes of a space grouped by environment (Warp's `EnvironmentSpacePartition`, made
+    by `make_space_partition(..., environment_first=True)`): each environment's nodes are
+    contiguous, so that per-environment solvers can use `env_offsets` as batch offsets.
+
+    A node's environment is the least environment of the (partition) cells it touches;
+    nodes on none come last. Within an environment, nodes keep their space order. With a
+    whole geometry every node is in the partition; with a geometry partition only those on
+    its cells. `max_node_count` >= 0 fixes the node count (Warp's capacity): nodes past it
+    are dropped, and slots past the partition's nodes belong to no space node.
+
+    Args:
+        space_topology: The space's topology.
+        geo_partition: A geometry partition, or None for the whole geometry.
+        max_node_count: The node count, or -1 for as many as there are.
+    """
+
+    def __init__(self, space_topology: SpaceTopology, geo_partition: Any = None,
+                 max_node_count: int = -1) -> None:
+        super().__init__(space_topology)
+        self._geo_partition = geo_partition
+        geometry = space_topology.geometry
+        env_count = geometry.environment_count()
+        node_total = space_topology.node_count()
+        whole = geo_partition is None
+        table = space_topology.host_element_nodes()
+        cells = np.arange(len(table)) if whole else geo_partition.host_element_indices("cells")
+        cell_env = geometry.cell_env
+        envs = np.zeros(len(table), np.int64) if cell_env is None else \
+            np.asarray(cell_env.numpy(), np.int64)[: len(table)]
+        node_env = np.full(node_total, env_count, np.int64)
+        nodes = table[cells]
+        touched = nodes >= 0
+        np.minimum.at(node_env, nodes[touched],
+                      np.broadcast_to(envs[cells][:, None], nodes.shape)[touched])
+        order = np.argsort(node_env, kind="stable")
+        groups = np.concatenate([[0], np.cumsum(np.bincount(node_env,
+                                                             minlength=env_count + 1))])
+        env_nodes = int(groups[env_count])
+        if max_node_count < 0 and env_count <= 1 and whole:  # Warp's shortcut: every node
+            order, env_nodes = np.arange(node_total), node_total
+            groups = np.array([0, node_total, node_total])
+        if max_node_count >= 0:
+            count = min(int(max_node_count), node_total)
+            mapped = count if whole else min(count, env_nodes)
+            offsets = np.minimum(groups[: env_count + 1], count)
+        else:
+            count = node_total if whole else env_nodes
+            mapped = count
+            offsets = np.minimum(groups[: env_count + 1], count) if count <= env_nodes else None
+        self._count = count
+        self._nodes = np.ascontiguousarray(order[:count], dtype=np.int32)
+        self._to_partition = np.full(node_total, -1, dtype=np.int32)
+        self._to_partition[self._nodes[:mapped]] = np.arange(mapped, dtype=np.int32)
+        self._offsets = None if offsets is None else offsets.astype(np.int32)
+
+    @property
+    def geo_partition(self) -> Any:
+        return self.space_topology.geometry if self._geo_partition is None \
+            else self._geo_partition
+
+    @property
+    def name(self) -> str:
+        part = "Whole" if self._geo_partition is None else self._geo_partition.name
+        return f"{self.space_topology.name}_{part}_EnvironmentFirst"
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def node_count(self) -> int:
+        return self._count
+
+    @property
+    def env_offsets(self) -> Any:
+        """Where each environment's nodes start (one more entry than environments, the last
+        the end of the environments' nodes), a `kc.array` of int; None where some
+        partition nodes are on no cell."""
+        if self._offsets is None:
+            return None
+        return kc.array(self._offsets, dtype=kc.int32)
+
+    @property
+    def _space_to_partition(self) -> Any:
+        """The partition index of each space node (-1 outside), Warp's private name."""
+        return kc.array(self._to_partition, dtype=kc.int32)
+
+    def space_node_indices(self) -> Any:
+        """The space node of each partition node, a `kc.array` of int."""
+        return kc.array(self._nodes, dtype=kc.int32)
+
+    def host_space_node_indices(self) -> np.ndarray:
+        """The space node of each partition node (read-only int32)."""
+        out = self._nodes.view()
+        out.setflags(write=False)
+        return out
+
+    def host_partition_indices(self, space_nodes: np.ndarray) -> np.ndarray:
+        """The partition index of each of `space_nodes` (-1 outside the partition)."""
+        return np.where(space_nodes >= 0, self._to_partition[space_nodes], -1)

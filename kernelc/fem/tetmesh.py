@@ -32,6 +32,9 @@ class Tetmesh(CellEdges, Mesh):
         positions: Vertex positions, a `kc.array` of `vec3` (float32 or float64).
         build_bvh: Accepted for Warp's sake (lookups search the cells without one).
         temporary_store: Accepted for Warp's sake.
+        cell_env: Each cell's environment (an int32 array, with `env_count`): cells of
+            different environments share no lookup (see docs/fem.md, environments).
+        env_count: Number of environments.
     """
 
     _CELL_VERTICES = 4
@@ -41,8 +44,10 @@ class Tetmesh(CellEdges, Mesh):
     dimension = 3
 
     def __init__(self, tet_vertex_indices: Any, positions: Any, build_bvh: bool = False,
-                 temporary_store: Any = None) -> None:
+                 temporary_store: Any = None, cell_env: Any = None,
+                 env_count: int | None = None) -> None:
         super().__init__(tet_vertex_indices, positions, "Tetmesh")
+        self._set_environments(cell_env, env_count)
         self.tet_vertex_indices = self._cell_vertices
         self._bind(_tetmesh_funcs(self.scalar_type))
 
