@@ -16,6 +16,7 @@ from typing import Any as _Any
 import numpy as np
 
 from kernelc import types_bf16 as _bf16
+from kernelc.types_host_scalar import HostScalar, host_scalar_class
 
 
 class Type:
@@ -83,7 +84,18 @@ class ScalarType(Type):
     def __call__(self, value: _Any) -> _Any:
         """Host-side conversion, e.g. `kc.float32(1.5)` -> `numpy.float32(1.5)` (of the
         subclass that also marks it a `HostScalar`)."""
-        return _HOST_SCALARS.get(self.name, self.np_dtype.type)(value)
+        make = _HOST_SCALARS.get(self.name, self.np_dtype.type)
+        try:
+            return make(value)
+        except OverflowError:
+            if not self.is_int or not isinstance(value, (int, np.integer)):
+                raise
+        # An int out of range wraps to the type's width, as a C cast does (`uint8(-1)` is
+        # 255), which is what Warp's builtins see for such a value.
+        wrapped = int(value) & ((1 << self.bits) - 1)
+        if self.is_signed and wrapped >= 1 << (self.bits - 1):
+            wrapped -= 1 << self.bits
+        return make(wrapped)
 
     def __instancecheck__(self, obj: _Any) -> bool:
         """`isinstance(x, kc.float32)`, as with Warp's scalar classes: true for this type's
@@ -469,35 +481,7 @@ SCALAR_TYPES: tuple[ScalarType, ...] = (bool_, int8, int16, int32, int64, uint8,
                                         uint64, float16, bfloat16, float32, float64)
 
 
-class HostScalar:
-    """Marks a number made by calling a scalar type on the host (`kc.float32(1.5)`): a
-    NumPy scalar of the type (a subclass of `np.float32` named `float32`), told from other
-    NumPy scalars where Warp tells its scalar classes from NumPy's (a single `wp.float32`
-    for a vector argument or struct field is refused, a NumPy scalar still broadcast).
-    Booleans are not marked: NumPy's two booleans are singletons."""
-
-    __slots__ = ()
-
-
-def _refuse_power(base: _Any, exponent: _Any) -> _Any:
-    raise TypeError("'**' needs float operands (as in kernels); cast with float(x): "
-                    f"{type(base).__name__} ** {type(exponent).__name__}")
-
-
-def _host_scalar_class(t: ScalarType) -> type:
-    base = t.np_dtype.type
-    namespace = {
-        "__slots__": (), "__module__": __name__,
-        "__repr__": lambda self: repr(base(self)),  # NumPy's, which names the subclass
-    }
-    if t.is_int:
-        # Kernels refuse integer powers, and so does Warp on the host.
-        namespace["__pow__"] = lambda self, other, modulo=None: _refuse_power(self, other)
-        namespace["__rpow__"] = lambda self, other, modulo=None: _refuse_power(other, self)
-    return type(base.__name__, (base, HostScalar), namespace)
-
-
-_HOST_SCALARS = {t.name: _host_scalar_class(t) for t in SCALAR_TYPES
+_HOST_SCALARS = {t.name: host_scalar_class(t) for t in SCALAR_TYPES
                  if not t.is_bool and t is not bfloat16}
 _HOST_SCALARS["bfloat16"] = _bf16.host_scalar_class(HostScalar)
 # (uint16 data is uint16: bfloat16 bits are read as such only where a dtype says so)
@@ -550,6 +534,9 @@ def as_type(obj: _Any) -> Type | None:
         return obj
     if isinstance(obj, type) and obj in _PYTHON_TYPES:
         return _PYTHON_TYPES[obj]
+    class_type = getattr(obj, "_kc_class_type", None)  # `type(v)` of a host vector value
+    if isinstance(obj, type) and isinstance(class_type, Type):
+        return class_type
     kc_type = getattr(obj, "_kc_type", None)  # structs and array annotations carry one
     if isinstance(kc_type, Type):
         return kc_type

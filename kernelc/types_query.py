@@ -32,6 +32,9 @@ def _value_type(t: Any) -> T.Type | None:
         return t
     if t in (int, float, bool):
         return T.as_type(t)
+    class_type = getattr(t, "_kc_class_type", None)  # `type(v)` of a host value
+    if isinstance(t, type) and isinstance(class_type, (T.VectorType, T.MatrixType)):
+        return class_type
     if isinstance(t, type) and issubclass(t, np.generic):
         try:
             return T.from_numpy_dtype(t)

@@ -7,6 +7,7 @@ indexed, used in NumPy arithmetic and read back with `np.asarray`.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Iterable
 from typing import Any
@@ -47,9 +48,10 @@ def matrix(shape: tuple[Any, Any], dtype: Any = T.float32) -> Any:
     annotation (see `vector`)."""
     scalar = _component_type(dtype, "matrix")
     shape = tuple(shape)
-    if len(shape) != 2 or not all(n is Any or (isinstance(n, (int, np.integer)) and n >= 1)
+    if len(shape) != 2 or not all(n is Any or (isinstance(n, (int, np.integer))
+                                               and not isinstance(n, bool) and n >= 0)
                                   for n in shape):
-        raise TypeError(f"matrix shape must be two positive ints, got {shape!r}")
+        raise TypeError(f"matrix shape must be two non-negative ints, got {shape!r}")
     if Any in shape or not isinstance(scalar, T.ScalarType):
         return _generic("mat", tuple(None if n is Any else int(n) for n in shape), scalar)
     shape = (int(shape[0]), int(shape[1]))
@@ -243,6 +245,17 @@ class HostValue(np.ndarray):
                              for row in self)
         return f"{_class_name(t)}([{body}])"
 
+    def __getitem__(self, key: Any) -> Any:
+        out = super().__getitem__(key)
+        if isinstance(out, HostValue):  # a row or slice: the class of what it now is
+            if out.ndim == 2 and out.size == 0:
+                out = out.reshape(0, 0)  # an empty matrix slice is 0 x 0, as in kernels
+            t = out._kc_type
+            wanted = host_class(t) if t is not None else HostValue
+            if type(out) is not wanted:
+                out = out.view(wanted)
+        return out
+
     def __array_finalize__(self, obj: Any) -> None:
         self._kc_base = getattr(obj, "_kc_base", None)
 
@@ -354,6 +367,19 @@ def _flatten(args: Iterable[Any]) -> list[Any]:
     return out
 
 
+@functools.cache
+def host_class(t: T.VectorType | T.MatrixType) -> type:
+    """The class of `t`'s host values, `type(kc.vec3f(1.0))`: a HostValue subclass with
+    Warp's class name (`vec3f`, `transformd`) that constructs as `t` does, and stands for
+    `t` wherever a type is taken (`types_equal(type(v), kc.vec3f)`, `type(v)(0.0)`)."""
+
+    def construct(cls: type, *args: Any, **kwargs: Any) -> HostValue:
+        return t(*args, **kwargs)
+
+    return type(_class_name(t), (HostValue,),
+                {"__new__": construct, "_kc_class_type": t, "__module__": "kernelc.types"})
+
+
 def host_value(t: T.VectorType | T.MatrixType, args: tuple[Any, ...]) -> HostValue:
     """A host value of type `t` from components, one fill value, nothing (zero) or sequences."""
     comps = _flatten(args)
@@ -365,7 +391,7 @@ def host_value(t: T.VectorType | T.MatrixType, args: tuple[Any, ...]) -> HostVal
     if len(comps) != count:
         raise TypeError(f"{t!r} takes {count} components, got {len(comps)}")
     data = _numbers(comps, t.dtype).reshape(_shape_of(t))
-    value = data.view(HostValue)
+    value = data.view(host_class(t))
     value._kc_base = t
     return value
 
@@ -373,16 +399,21 @@ def host_value(t: T.VectorType | T.MatrixType, args: tuple[Any, ...]) -> HostVal
 def host_transform(t: T.VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> HostValue:
     """`kc.transform(p, q)`, `kc.transform(p=..., q=...)`, seven components, or nothing: the
     identity, as in Warp (a missing `p` is zero, a missing `q` the identity rotation)."""
-    unknown = set(kwargs) - {"p", "q"}
-    if unknown:
-        raise TypeError(f"{t!r}() got an unexpected keyword argument '{sorted(unknown)[0]}'")
+    unknown = [k for k in kwargs if k not in ("p", "q")]
+    if unknown:  # Python's wording for a call's keyword mistakes
+        raise TypeError(f"got an unexpected keyword argument '{unknown[0]}'")
+    if len(args) > 2 and kwargs:  # the components already give p and q
+        raise TypeError(f"multiple values for argument '{next(iter(kwargs))}'")
+    if len(args) == 1 and not kwargs and not _is_sequence(args[0]) and not _is_number(args[0]):
+        raise TypeError("Invalid argument in transformation constructor: expected a scalar "
+                        f"value, got {type(args[0]).__name__}")
     if len(args) > 2 or (len(args) == 1 and not kwargs and (
             not _is_sequence(args[0]) or len(_flatten(args)) == t.count)):
         return host_value(t, args)  # seven components, a sequence of seven, or a fill
     given = dict(zip(("p", "q"), args))
     for name, value in kwargs.items():
         if name in given:
-            raise TypeError(f"{t!r}() got multiple values for argument '{name}'")
+            raise TypeError(f"multiple values for argument '{name}'")
         given[name] = value
     parts = []
     for name, default in (("p", (0, 0, 0)), ("q", (0, 0, 0, 1))):
@@ -400,6 +431,11 @@ def host_transform(t: T.VectorType, args: tuple[Any, ...], kwargs: dict[str, Any
 
 def _is_sequence(value: Any) -> bool:
     return isinstance(value, (list, tuple, np.ndarray))
+
+
+def _is_number(value: Any) -> bool:
+    """A Python or NumPy number or bool: what fills every component."""
+    return isinstance(value, (int, float, np.number, np.bool_))
 
 
 def _numbers(comps: Any, scalar: T.ScalarType) -> np.ndarray:

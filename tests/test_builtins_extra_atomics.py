@@ -8,6 +8,8 @@ with the CUDA-C tests are in `tests/builtins_extra_kernels.py`; the error paths 
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 import pytest
 
@@ -184,3 +186,52 @@ def test_expand_combines_bitwise_atomics_and_never_expands_cas_exch(threads):
     assert args[4].numpy().tolist() == [np.bitwise_or.reduce(x), np.bitwise_and.reduce(x)]
     assert args[5].numpy()[0] in range(0, n, 2) and args[5].numpy()[1] in range(1, n, 2)
     assert 0 <= args[6].numpy()[0] < n
+
+
+# ---- 8- and 16-bit elements ------------------------------------------------------------------
+
+
+@kc.kernel
+def small_element_atomics(v: kc.array(dtype=typing.Any), slots: kc.array(dtype=int),
+                          sums: kc.array(dtype=typing.Any), lo: kc.array(dtype=typing.Any),
+                          hi: kc.array(dtype=typing.Any)):
+    i = kc.tid()
+    s = slots[i]
+    kc.atomic_add(sums, s, v[i])
+    kc.atomic_min(lo, s, v[i])
+    kc.atomic_max(hi, s, v[i])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16],
+                         ids=lambda d: np.dtype(d).name)
+def test_small_int_atomics_under_contention(threads, dtype):
+    """kernelc keeps atomics on 8- and 16-bit elements (Warp refuses them): each is a
+    compare-and-swap on the aligned word holding it, so neighbouring elements updated by
+    other threads at the same time are left intact and sums wrap as in C."""
+    n, k = 40_000, 4  # neighbouring slots share one 32-bit word
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(5)
+    v = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    slots = rng.integers(0, k, n).astype(np.int32)
+    sums = kc.zeros(k, dtype=kc.types.from_numpy_dtype(dtype))
+    lo, hi = kc.array(np.full(k, info.max, dtype)), kc.array(np.full(k, info.min, dtype))
+    kc.launch(small_element_atomics, n, inputs=[kc.array(v), kc.array(slots), sums, lo, hi])
+    for s in range(k):
+        part = v[slots == s]
+        assert sums.numpy()[s] == np.array(part.astype(np.int64).sum()).astype(dtype)
+        assert lo.numpy()[s] == part.min() and hi.numpy()[s] == part.max()
+
+
+def test_float16_atomics_under_contention(threads):
+    n, k = 8_000, 4
+    rng = np.random.default_rng(6)
+    # Small ints with mean zero: every partial sum stays an exactly representable integer.
+    v = rng.integers(-7, 8, n).astype(np.float16)
+    slots = rng.integers(0, k, n).astype(np.int32)
+    sums = kc.zeros(k, dtype=kc.float16)
+    lo, hi = kc.array(np.full(k, 100, np.float16)), kc.array(np.full(k, -100, np.float16))
+    kc.launch(small_element_atomics, n, inputs=[kc.array(v), kc.array(slots), sums, lo, hi])
+    for s in range(k):
+        part = v[slots == s].astype(np.float64)
+        assert sums.numpy()[s] == part.sum()
+        assert lo.numpy()[s] == part.min() and hi.numpy()[s] == part.max()

@@ -250,12 +250,13 @@ def test_marching_cubes_alias_warns(recwarn):
     with pytest.warns(DeprecationWarning, match="MarchingCubes"):
         alias = kc.MarchingCubes
     assert alias is IsoSurfaceMarchingCubes
-    with pytest.warns(DeprecationWarning, match="domain_bounds_lower_corner"):
+    with pytest.warns(DeprecationWarning, match=r"domain_bounds_lower_corner` is deprecated .*"
+                                                r"Use `lower` instead"):
         mc = alias(4, 4, 4, domain_bounds_lower_corner=(1.0, 2.0, 3.0))
     assert mc.lower == (1.0, 2.0, 3.0) and mc.upper is None
     with pytest.warns(DeprecationWarning):
         assert mc.domain_bounds_lower_corner == (1.0, 2.0, 3.0)
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(DeprecationWarning, match="Use `upper` instead"):
         mc.domain_bounds_upper_corner = (5.0, 5.0, 5.0)
     assert mc.upper == (5.0, 5.0, 5.0)
     with pytest.raises(TypeError, match="both"):

@@ -172,3 +172,9 @@ def test_bad_groups_are_refused_as_in_warp():
     points = kc.zeros(3, dtype=kc.vec3)
     with pytest.raises(RuntimeError, match="one entry per face"):
         kc.Mesh(points, kc.array([0, 1, 2], dtype=kc.int32), groups=kc.zeros(2, dtype=kc.int32))
+    groups = kc.zeros(4, dtype=kc.int32)
+    with pytest.raises(RuntimeError, match="Grouped BVHs are not supported"):
+        kc.Bvh(lowers, lowers, constructor="cubql", groups=groups)
+    bvh = kc.Bvh(lowers, lowers, groups=groups)
+    with pytest.raises(RuntimeError, match="Grouped BVHs are not supported"):
+        bvh.rebuild(constructor="cubql")

@@ -94,3 +94,21 @@ def test_array_needs_ptr_shape_and_dtype():
 def test_nvrtc_compiles_pointer_kernels(kernel):
     pytest.importorskip("cuda.bindings.nvrtc")
     assert kc.compile(kernel, target="cuda", arch=80).binary
+
+
+def test_deleter_runs_once_no_view_is_left(rng):
+    import gc
+
+    host = nonzero(rng, 16, np.float32)
+    calls = []
+    a = kc.array(ptr=host.ctypes.data, dtype=kc.float32, shape=16,
+                 deleter=lambda ptr, size: calls.append((ptr, size)))
+    view = a[4:8]
+    assert a.deleter is not None and view.deleter is None and kc.zeros(2).deleter is None
+    np.testing.assert_array_equal(view.numpy(), host[4:8])
+    del a
+    gc.collect()
+    assert calls == []  # the view still uses the memory
+    del view
+    gc.collect()
+    assert calls == [(host.ctypes.data, 64)]

@@ -378,7 +378,7 @@ def bad_sort_shapes(a: kc.array(dtype=float)):
 
 @pytest.mark.parametrize("kernel, message", [
     (bad_matmul_shapes, "tile_matmul(): shapes (4, 6) and (4, 6) do not agree"),
-    (bad_matmul_precision, "precision must be the constant string 'default' or 'tf32'"),
+    (bad_matmul_precision, "precision must be the string literal 'default' or 'tf32'"),
     (bad_matmul_out, "tile_matmul(): shapes (4, 6) @ (6, 4) -> (4, 6) do not agree"),
     (bad_fft_dtype, "tile_fft() needs a tile of vec2f or vec2d"),
     (bad_fft_rank, "tile_ifft() needs a tile of at least 2 dimensions"),
@@ -394,3 +394,35 @@ def test_mistakes_are_reported_at_their_line(kernel, message):
     text = str(err.value)
     assert message in text, text
     assert f"test_tile_linalg.py:{line}:5:" in text, text
+
+
+@kc.kernel
+def bf16_matmul(a: kc.array2d(dtype=kc.bfloat16), b: kc.array2d(dtype=kc.bfloat16),
+                c: kc.array2d(dtype=float)):
+    acc = kc.tile_zeros(shape=(4, 3), dtype=float)
+    kc.tile_matmul(kc.tile_load(a, shape=(4, 5)), kc.tile_load(b, shape=(5, 3)), acc)
+    kc.tile_store(c, acc)
+
+
+def test_matmul_takes_bfloat16_inputs_with_a_wider_accumulator():
+    rng = np.random.default_rng(7)
+    # values bfloat16 holds exactly, so the float32 result is exact too
+    a = rng.integers(-8, 8, (4, 5)).astype(np.float32) / 4
+    b = rng.integers(-8, 8, (5, 3)).astype(np.float32) / 4
+    c = poisoned((4, 3), np.float32)
+    kc.launch_tiled(bf16_matmul, dim=[1], block_dim=16, inputs=[
+        kc.array(a, dtype=kc.bfloat16), kc.array(b, dtype=kc.bfloat16), c])
+    np.testing.assert_array_equal(c.numpy(), a @ b)
+
+
+@pytest.mark.parametrize("dtype, message", [
+    ("kc.vec2f", "does not support complex tiles"),
+    ("kc.bfloat16", "does not support a bfloat16 'out' tile"),
+])
+def test_matmul_rejects_complex_and_bfloat16_accumulators(tmp_path, dtype, message):
+    from tests.conftest import kernel_in_file
+
+    k = kernel_in_file(tmp_path, "bad_matmul", f"a: kc.array2d(dtype={dtype})",
+                       "t = kc.tile_load(a, shape=(2, 2))\n    c = kc.tile_matmul(t, t)")
+    with pytest.raises(kc.KernelError, match=message):
+        kc.compile(k)

@@ -204,9 +204,11 @@ def test_indexed_random_and_scatter_forms_match_warp(tmp_path):
 
 
 @kc.kernel
-def slice_range(a: kc.array2d(dtype=float), out: kc.array2d(dtype=float)):
+def slice_range(a: kc.array2d(dtype=float), idx: kc.array(dtype=int),
+                out: kc.array2d(dtype=float)):
     t = kc.tile_load(a, shape=(4, 4))
-    kc.tile_store(out, t[1:3, :])
+    i = kc.tile_load(idx, shape=2)
+    kc.tile_store(out, t[i, 1:3])
 
 
 @kc.kernel
@@ -224,8 +226,8 @@ def push_wrong_type(out: kc.array(dtype=int)):
 
 
 @pytest.mark.parametrize("kernel, message", [
-    (slice_range, "only full slices"),
-    (two_index_tiles, "one tile of indices"),
+    (slice_range, "requires ':' on all other axes"),
+    (two_index_tiles, "exactly one 1-d integer index tile"),
     (push_wrong_type, r"tile_stack_push\(\): a float32 onto a stack of int32"),
 ])
 def test_tile_indexing_and_stack_mistakes(kernel, message):

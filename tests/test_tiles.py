@@ -114,7 +114,10 @@ def test_debug_mode_checks_each_tile_index(rng, debug_mode):
     out = poisoned(1, F32)
     kc.launch(read_element, 1, [_arr(a), 3, 7, out])
     assert out.numpy()[0] == a[3, 7]
-    for r, c in ((0, 8), (4, 0), (-1, 2)):  # (0, 8) is inside the storage: t[1, 0]
+    kc.launch(read_element, 1, [_arr(a), -1, -8, out])  # negative indices count from the end
+    assert out.numpy()[0] == a[-1, -8]
+    # (0, 8) is inside the storage (t[1, 0]); a negative index is wrapped once, as numpy does
+    for r, c in ((0, 8), (4, 0), (-5, 2)):
         with pytest.raises(kc.KernelRuntimeError, match="test_tiles.py"):
             kc.launch(read_element, 1, [_arr(a), r, c, out])
 
@@ -426,7 +429,7 @@ ERROR_CASES = [
     (K.e_store_dtype, "kc.tile_store", "a tile of int32 and an array of float32"),
     (K.e_loop_reshape, "t = kc", "same shape and type"),
     (K.e_transpose_1d, "kc.tile_transpose", "needs a 2-d tile"),
-    (K.e_view_offset, "kc.tile_view", "outside a tile"),
+    (K.e_view_offset, "kc.tile_view", "out of bounds"),
     (K.e_offset_count, "kc.tile_load", "offset needs 2"),
 ]
 
@@ -544,7 +547,7 @@ def test_every_tile_form_is_in_the_docs():
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "tiles.md").read_text()
     for module in ("tile_forms", "tile_views", "tile_indexed", "tile_linalg", "tile_fft_scan",
-                   "tile_queries"):
+                   "tile_queries", "tile_arange"):
         forms = importlib.import_module(f"kernelc.frontend.{module}").SPECIAL_FORMS
         missing = [name for name in forms if f"`{name}" not in text]
         assert not missing, f"docs/tiles.md does not mention {missing}"

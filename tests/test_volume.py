@@ -480,7 +480,7 @@ def bad_background(volume: kc.uint64, p: kc.vec3, data: kc.array(dtype=float)):
     (bad_count, "volume_sample_f(id, uvw, sampling_mode) is missing argument 'sampling_mode'"),
     (bad_id, "volume_lookup_f() takes the volume as its uint64 id"),
     (bad_uvw, "'uvw' of volume_sample_f() must be a vec3 (float32)"),
-    (bad_grad, "incompatible gradient type for volume_sample_grad_f(): expected a vec3"),
+    (bad_grad, "Incompatible gradient type, expected vec3f, got vec3d"),
     (bad_keyword, "volume_sample_f() got an unexpected keyword argument 'mode'"),
     (bad_store, "unsupported volume type vec2 for volume_store()"),
     (bad_background, "must have the same dtype"),

@@ -168,3 +168,21 @@ def test_rebuild_errors():
     with pytest.raises(ValueError, match="must be positive, got 0"):  # Warp's too
         kc.Volume.allocate_by_voxels(kc.zeros((0, 3), dtype=kc.int32), voxel_size=1.0,
                                      rebuildable=True)
+
+
+def test_rows_past_the_current_topology(rng):
+    """A rebuildable volume reports its capacity's worth of tiles: rows past the current
+    ones are zero in a new array and untouched in `out` (as in Warp)."""
+    tiles = (rng.integers(-4, 4, (3, 3)) * 8).astype(np.int32)
+    tiles = np.unique(tiles, axis=0)
+    volume = kc.Volume.allocate_by_tiles(kc.array(tiles, dtype=kc.int32), voxel_size=1.0,
+                                         bg_value=None, rebuildable=True, max_tiles=6)
+    got = volume.get_tiles().numpy()
+    assert got.shape == (6, 3) and not got[len(tiles):].any()
+    out = kc.full((6, 3), -999, dtype=kc.int32)
+    volume.get_tiles(out=out)
+    rows = out.numpy()
+    np.testing.assert_array_equal(np.unique(rows[:len(tiles)], axis=0), tiles)
+    assert (rows[len(tiles):] == -999).all()
+    with pytest.raises(RuntimeError, match="at least 6 rows"):
+        volume.get_tiles(out=kc.zeros((5, 3), dtype=kc.int32))

@@ -265,3 +265,18 @@ def test_augmented_assignment_evaluates_index_calls_once(rng):
     expected = values.copy()
     expected[:, 2] += x
     np.testing.assert_allclose(vs.numpy(), expected, rtol=1e-6)
+
+
+@kc.kernel
+def _bare_builtins(a: kc.array(dtype=float), out: kc.array(dtype=float)):
+    i = kc.tid()
+    expect_eq(i, i)  # noqa: F821  (builtins resolve without `kc.`, as in Warp)
+    out[i] = sqrt(a[i]) + clamp(a[i], 0.25, 0.5)  # noqa: F821
+
+
+def test_builtins_without_the_module_prefix(rng):
+    a = kc.array(rng.uniform(0.1, 2.0, 16).astype(np.float32))
+    out = kc.full(16, np.nan, dtype=float)
+    kc.launch(_bare_builtins, dim=16, inputs=[a, out])
+    x = a.numpy()
+    np.testing.assert_allclose(out.numpy(), np.sqrt(x) + np.clip(x, 0.25, 0.5), rtol=1e-6)

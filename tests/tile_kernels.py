@@ -205,8 +205,9 @@ def construct(out: kc.array2d(dtype=float), ints: kc.array2d(dtype=int), v: floa
     kc.tile_store(out, e, offset=(3, 0))
     kc.tile_store(out, kc.tile_reshape(kc.tile_arange(0.5, 4.5, 0.5), (1, COLS)),
                   offset=(4, 0))
-    kc.tile_store(ints, kc.tile_reshape(kc.tile_arange(COLS), (1, COLS)))
-    kc.tile_store(ints, kc.tile_reshape(kc.tile_arange(2, 26, 3), (1, COLS)), offset=(1, 0))
+    kc.tile_store(ints, kc.tile_reshape(kc.tile_arange(COLS, dtype=int), (1, COLS)))
+    kc.tile_store(ints, kc.tile_reshape(kc.tile_arange(2, 26, 3, dtype=int), (1, COLS)),
+                  offset=(1, 0))
     h = kc.tile_astype(kc.tile_full(shape=(1, COLS), value=v * 3.0), int)
     kc.tile_store(ints, h, offset=(2, 0))
 

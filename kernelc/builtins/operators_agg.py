@@ -4,7 +4,8 @@
 multiplies matrix @ vector, vector @ matrix, matrix @ matrix, quaternion * quaternion
 (Hamilton product) and transform * transform (composition); `/` divides component-wise by a
 scalar (or a scalar by each component). Vector * vector is rejected, as in Warp (use dot,
-cw_mul or outer).
+cw_mul or outer). `& | ^ << >>` work component-wise on two integer vectors or matrices of one
+type.
 """
 
 from __future__ import annotations
@@ -138,6 +139,20 @@ extend("div", GROUP, "", Overload(("a", "b"), _scaled_rule(True), _scaled(OpCode
 # Warp's vector `%`: component-wise, truncated (C's `%`, fmod for floats); not for matrices.
 extend("mod", GROUP, "", Overload(("a", "b"), _same_vector_rule, _componentwise(OpCode.MOD)))
 extend("neg", GROUP, "", Overload(("x",), _neg_rule, _neg))
+
+
+def _same_int_rule(types, weak):
+    a, b = types
+    require(is_aggregate(a) and a == b and a.dtype.is_int,
+            f"expected two integer vectors or matrices of one type, got {a!r} and {b!r}")
+    return (a, b), a
+
+
+# Warp's bitwise operators on integer vectors and matrices: component-wise, both operands of
+# one type (a scalar is not broadcast).
+for _name, _op in (("bit_and", OpCode.BITAND), ("bit_or", OpCode.BITOR),
+                   ("bit_xor", OpCode.BITXOR), ("lshift", OpCode.SHL), ("rshift", OpCode.SHR)):
+    extend(_name, GROUP, "", Overload(("a", "b"), _same_int_rule, _componentwise(_op)))
 
 
 # isnan / isinf are true when any component is, isfinite when every component is (Warp).

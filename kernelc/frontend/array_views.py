@@ -161,6 +161,8 @@ def slice_positions(lowerer: Any, t: T.VectorType | T.MatrixType,
         positions = [(*p, i) for p in positions for i in (a if isinstance(a, list) else [a])]
     flat = [p[0] * cols + p[1] if len(p) == 2 else p[0] for p in positions]
     if len(kept) == 2:
+        if not flat:  # an empty matrix slice is 0 x 0 whichever side is empty, as in Warp
+            return flat, matrix((0, 0), t.dtype)
         return flat, matrix((len(kept[0]), len(kept[1])), t.dtype)
     return flat, vector(len(kept[0]), t.dtype)
 

@@ -198,6 +198,8 @@ def vector_form(lowerer, node: ast.Call):
     dtype = _dtype_of(lowerer, kwargs, args)
     if "length" in kwargs:
         length = lowerer.static_int(kwargs["length"], "vector length")
+    elif len(args) == 1 and isinstance(args[0].type, T.VectorType):
+        length = args[0].type.length  # vector(v, dtype=float64): a cast, as in Warp
     elif args:
         length = len(args)
     else:
@@ -211,6 +213,8 @@ def matrix_form(lowerer, node: ast.Call):
     kwargs = _keywords(node, ("shape", "dtype"), "matrix")
     args = [lowerer.as_val(lowerer.visit(a), a) for a in node.args]
     dtype = _dtype_of(lowerer, kwargs, args)
+    if "shape" not in kwargs and len(args) == 1 and isinstance(args[0].type, T.MatrixType):
+        return Val(lowerer.build_aggregate(matrix(args[0].type.shape, dtype), args))  # a cast
     if "shape" not in kwargs:
         raise KernelError("matrix() needs shape=(rows, cols)")
     shape = lowerer.visit(kwargs["shape"])

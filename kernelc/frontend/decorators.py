@@ -103,7 +103,19 @@ class Func(_SourceMixin):
         self.capture_statics()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.func(*args, **kwargs)  # on the host a func is an ordinary Python function
+        """On the host a func is its Python function; with overloads, the one whose
+        annotations fit the arguments' kernelc types is called, as in kernels."""
+        typed = [_host_arg(a) for a in args]
+        typed_kw = {k: _host_arg(v) for k, v in kwargs.items()}
+        if any(t is None for t in (*typed, *typed_kw.values())):
+            return self.func(*args, **kwargs)  # a value kernels cannot take: no choosing
+        try:
+            chosen, _, _ = self.resolve(typed, typed_kw, lambda name, v: _host_arg(v))
+        except KernelError as err:
+            from kernelc.errors import WarpCodegenTypeError
+
+            raise WarpCodegenTypeError(err.message) from None
+        return chosen.func(*args, **kwargs)
 
     def add_variant(self, other: Func) -> None:
         """Adds an overload; one with the same annotations replaces the earlier definition."""
@@ -209,6 +221,25 @@ class Func(_SourceMixin):
         return tuple(out)
 
 
+@dataclasses.dataclass(frozen=True)
+class _HostArg:
+    """A host argument's kernelc type, for choosing a func overload on the host."""
+
+    type: T.Type
+    weak: bool
+
+
+def _host_arg(value: Any) -> _HostArg | None:
+    """The kernelc type of a host value (a Python number is a literal), or None."""
+    from kernelc.runtime.host_call import classify
+
+    try:
+        return _HostArg(*classify("func", value))
+    except TypeError:
+        kc_type = getattr(value, "_kc_type", None)
+        return _HostArg(kc_type, False) if isinstance(kc_type, T.Type) else None
+
+
 def _match(want: T.Type | None, got: T.Type) -> T.Type | None:
     """`got` if it fits the (possibly generic) parameter type `want`, else None."""
     if want is None:
@@ -298,20 +329,33 @@ class Kernel(_SourceMixin):
                               kernel=self.__name__)
         module = self._ir.get(types)
         if module is None:
+            self._check_returns_nothing()
             module = lower_kernel(self.source, types, _symbol(self.__name__))
             self._ir[types] = module
         return module
+
+
+    def _check_returns_nothing(self) -> None:
+        """A kernel may annotate its return only as None (`-> None`, `-> types.NoneType`)."""
+        returned = self.annotations.get("return", None)
+        if returned is not None and returned is not type(None):
+            from kernelc.errors import WarpCodegenTypeError
+            from kernelc.frontend.lower_stmt import KERNEL_RETURNS
+
+            raise WarpCodegenTypeError(KERNEL_RETURNS, self.source.loc(self.source.tree.returns),
+                                       self.__name__)
 
 
 def _symbol(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)
 
 
-def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
-           module: Any = None, **options: Any) -> Any:
+def kernel(f: Callable | None = None, *, name: str | None = None,
+           enable_backward: bool | None = None, module: Any = None, **options: Any) -> Any:
     """Decorator making a Python function a kernel (`@kc.kernel` or `@kc.kernel(...)`).
 
-    `enable_backward=False` (Warp's) leaves the kernel out of `Tape.backward`; `module`
+    `name` (Warp's) sets the kernel's `key`, e.g. to make one Python function into two
+    kernels; `enable_backward=False` (Warp's) leaves the kernel out of `Tape.backward`; `module`
     (a name, a Python module or "unique") says whose module options apply and which
     `Module` it belongs to; `reduce_mode=kc.ReduceMode.X`
     chooses how the kernel's contended atomics are done (see `kc.ReduceMode`).
@@ -325,8 +369,14 @@ def kernel(f: Callable | None = None, *, enable_backward: bool | None = None,
     if enable_backward is not None:
         options["enable_backward"] = enable_backward
 
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"kernel name must be a str, got {type(name).__name__}")
+    if name is not None and not (name.isascii() and name.isidentifier()):
+        # Warp names the generated entry points after it, hence its rule.
+        raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
+
     def wrap(fn: Callable) -> Kernel:
-        return Kernel(fn, module=module, options=options)
+        return Kernel(fn, key=name, module=module, options=options)
 
     return wrap(f) if f is not None else wrap
 

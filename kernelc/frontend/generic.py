@@ -55,10 +55,29 @@ def overload(kernel: Kernel | Callable, arg_types: Sequence[Any] | Mapping[str, 
 
 def _overload_from_function(fn: Callable, frame) -> Kernel:
     """`@kc.overload` on a stub whose annotations give the types of a generic kernel
-    of the same name in the defining scope."""
+    of the same name in the defining scope (or, where that name is now the stub itself,
+    the kernel made from a function of the stub's module and qualified name)."""
+    annotations = inspect.get_annotations(fn, eval_str=True)
+    if annotations.get("return", None) not in (None, type(None)):
+        raise TypeError(f"overload(): the stub '{fn.__name__}' has a return annotation; "
+                        f"kernels return nothing, so a stub may only annotate parameters")
     target = frame.f_locals.get(fn.__name__) if frame is not None else None
     if not isinstance(target, Kernel):
+        target = _kernel_for_stub(fn)
+    return overload(target, {k: v for k, v in annotations.items() if k != "return"})
+
+
+def _kernel_for_stub(fn: Callable) -> Kernel:
+    from kernelc.runtime.module import registered_kernels
+
+    found = [k for k in registered_kernels()
+             if k.func.__module__ == fn.__module__ and k.func.__qualname__ == fn.__qualname__]
+    if not found:
         raise KernelError(f"overload(): no kernel named '{fn.__name__}' is defined before it",
                           kernel=fn.__name__)
-    annotations = inspect.get_annotations(fn, eval_str=True)
-    return overload(target, {k: v for k, v in annotations.items() if k != "return"})
+    if len(found) > 1:
+        keys = ", ".join(sorted(k.key for k in found))
+        raise KernelError(f"overload(): '{fn.__qualname__}' is ambiguous: several kernels "
+                          f"were made from functions of that name ({keys}); call "
+                          f"kc.overload(kernel, arg_types) on the one meant")
+    return found[0]

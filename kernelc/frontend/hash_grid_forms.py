@@ -54,22 +54,32 @@ def _grid_id(lowerer, node: ast.expr) -> Val:
     raise KernelError(f"a hash grid is passed as its uint64 id (grid.id), got a {v.type!r}")
 
 
+_QUERY_STARTS = {T.float16: "query_f16", T.float32: "query_f32", T.float64: "query_f64"}
+
+
 def _query_value(lowerer, node: ast.Call) -> Val:
-    if node.keywords or len(node.args) != 3:
-        if len(node.args) == 4:
-            raise KernelError("grouped hash-grid queries are not supported")
-        raise KernelError("hash_grid_query() takes 3 arguments: (grid, point, max_dist)")
+    if node.keywords or len(node.args) not in (3, 4):
+        raise KernelError("hash_grid_query() takes 3 or 4 arguments: (grid, point, max_dist) "
+                          "or (grid, point, max_dist, group)")
     grid = _grid_id(lowerer, node.args[0])
     point = lowerer.as_val(lowerer.visit(node.args[1]), node.args[1])
     t = point.type
-    if not (isinstance(t, T.VectorType) and t.length == 3 and t.dtype in (T.float32, T.float64)):
-        raise KernelError(f"hash_grid_query() needs a vec3 or vec3d point, got {t!r}")
+    if not (isinstance(t, T.VectorType) and t.length == 3 and t.dtype in _QUERY_STARTS):
+        raise KernelError(f"hash_grid_query() needs a vec3h, vec3 or vec3d point, got {t!r}")
     radius = lowerer.as_val(lowerer.visit(node.args[2]), node.args[2])
     if not (isinstance(radius.type, T.ScalarType) and (radius.weak or radius.type == t.dtype)):
         raise KernelError(f"hash_grid_query() needs a {t.dtype!r} max_dist, got {radius.type!r}")
     radius = lowerer.coerce(radius, t.dtype)
-    start = _lang().query_f32 if t.dtype == T.float32 else _lang().query_f64
-    return lowerer.call_func(start, [grid, point, radius])
+    if len(node.args) == 4:  # only the points of this group (of a grid built with groups)
+        group = lowerer.as_val(lowerer.visit(node.args[3]), node.args[3])
+        if not (isinstance(group.type, T.ScalarType) and group.type.is_int
+                and (group.weak or group.type == T.int32)):
+            raise KernelError(f"hash_grid_query() needs an int32 group, got {group.type!r}")
+        group, grouped = lowerer.coerce(group, T.int32), lowerer.from_python(1, node)
+    else:
+        group = grouped = lowerer.from_python(0, node)
+    start = getattr(_lang(), _QUERY_STARTS[t.dtype])
+    return lowerer.call_func(start, [grid, point, radius, group, grouped])
 
 
 def _query_next(lowerer, node: ast.Call) -> Val:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError, Loc, WarpCodegenKeyError, WarpCodegenTypeError
-from kernelc.frontend import local_arrays
+from kernelc.frontend import literal_locals, local_arrays
 from kernelc.frontend.builder import IRBuilder, StorageHandle, Val
 from kernelc.frontend.construct import ConstructLowering
 from kernelc.frontend.local_arrays import LocalArray
@@ -89,6 +90,8 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         self.names: dict[str, Any] = {}
         # The constant first value of each local (what `kc.static` may read, see special.py).
         self.first_consts: dict[str, Any] = {}
+        # The literal (weak constant) first value of each local, and its type.
+        self.first_literals: dict[str, tuple[Any, T.Type]] = {}
         # The current value of each variable of an unrolled loop (`kc.static(i)` reads it).
         self.unrolled_values: dict[str, int] = {}
         self.loop_depth = 0
@@ -194,6 +197,12 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         if name in self.names:
             bound = self.names[name]
             if isinstance(bound, ir.Slot):
+                literal = self.first_literals.get(name)
+                if literal is not None and name in self.literal_names:
+                    # `x = 0.1` assigned nowhere else stays a literal, as in Warp:
+                    # `kc.float64(x)` is 0.1 exactly and `v[:n]` takes `n = 2`.
+                    c, t = literal
+                    return Val(self.b.const(c, t), weak=True, const=c)
                 return Val(self.b.load(bound))
             if isinstance(bound, TidRef):
                 return Val(self.b.op(OpCode.TID, (), T.int32, (0, 0)))
@@ -245,6 +254,18 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         self.slot_blocks[slot.id] = self.b.current_block()
         if value.const is not None:
             self.first_consts[name] = value.const
+            if value.weak:
+                self.first_literals[name] = (value.const, value.type)
+
+    @functools.cached_property
+    def assigned_once(self) -> frozenset[str]:
+        """The names stored to exactly once in the whole function."""
+        return literal_locals.assigned_once(self.source.tree)
+
+    @functools.cached_property
+    def literal_names(self) -> frozenset[str]:
+        """The locals that stay literals when first assigned one (see literal_locals.py)."""
+        return literal_locals.literal_locals(self.source.tree, self.source)
 
     def _rebinds_array(self, bound: ir.Slot) -> bool:
         """Whether an array local may be rebound to a view of another type (`sub = a[:2]`
@@ -290,6 +311,10 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             raise KernelError("kernels cannot call other kernels; make it a @kernelc.func")
         if not isinstance(obj, Func):
             return super().call_other(obj, node)
+        from kernelc.frontend import tile_funcs
+
+        if tile_funcs.takes_tiles(obj):  # lowered in place: tiles live in the caller
+            return tile_funcs.call_inline(self, obj, node)
         args = [self.func_arg(self.visit(a), a) for a in node.args]
         keywords = {}
         for kw in node.keywords:

@@ -9,11 +9,12 @@ the target names, so aggregates stay plain SSA values in the IR.
 from __future__ import annotations
 
 import ast
+import enum
 from typing import Any
 
 from kernelc import types as T
 from kernelc.builtins import BUILTINS
-from kernelc.errors import KernelError, WarpCodegenAttributeError
+from kernelc.errors import KernelError, WarpCodegenAttributeError, WarpCodegenValueError
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import _OP_SYMBOL, PyObj, TupleVal
 from kernelc.ir.nodes import OpCode, Value
@@ -21,7 +22,8 @@ from kernelc.types_vec import quaternion, vector
 
 _AXES = {"x": 0, "y": 1, "z": 2, "w": 3}
 _OPERATORS = {OpCode.ADD: "add", OpCode.SUB: "sub", OpCode.MUL: "mul", OpCode.DIV: "div",
-              OpCode.MOD: "mod"}
+              OpCode.MOD: "mod", OpCode.BITAND: "bit_and", OpCode.BITOR: "bit_or",
+              OpCode.BITXOR: "bit_xor", OpCode.SHL: "lshift", OpCode.SHR: "rshift"}
 
 
 def _aggregate(t: T.Type) -> bool:
@@ -62,6 +64,8 @@ class AggregateLowering:
     def nonscalar_unary(self, op: ast.unaryop, v: Val, node: ast.AST) -> Val:
         if isinstance(op, ast.USub):
             return self.apply_typed("neg", [v], "unary '-'", node)
+        if isinstance(op, ast.Invert):
+            return self.apply_typed("invert", [v], "unary '~'", node)
         return super().nonscalar_unary(op, v, node)
 
     def nonscalar_compare(self, op: OpCode, a: Val, b: Val, node: ast.AST) -> Val:
@@ -87,6 +91,8 @@ class AggregateLowering:
         t = base.type if isinstance(base, Val) else None
         if isinstance(t, T.StructType):
             return Val(self.component(base.value, self.field_index(t, attr)))
+        if isinstance(base, Val) and isinstance(base.const, enum.Enum) and attr == "value":
+            return self.from_python(base.const.value, node)  # `MyIntEnum.B.value`
         if isinstance(t, (T.VectorType, T.MatrixType)) and attr == "dtype":
             return PyObj(t.dtype)  # `v.dtype(0.5)`: Warp's generic code builds scalars so
         if isinstance(t, T.VectorType) and attr == "length":
@@ -182,9 +188,9 @@ class AggregateLowering:
         from kernelc.frontend.array_views import slice_positions
 
         flat, part = slice_positions(self, base.type, index_nodes)
-        if value.type != part:
-            raise KernelError(f"cannot assign a {value.type!r} to a slice of a "
-                              f"{base.type!r}: expected a {part!r}")
+        if value.type != part:  # a ValueError, as Warp raises for this mistake
+            raise WarpCodegenValueError(f"cannot assign a {value.type!r} to a slice of a "
+                                        f"{base.type!r}: expected a {part!r}")
         new = base.value
         for k, position in enumerate(flat):
             new = self.write_flat(new, position, self.component(value.value, k))

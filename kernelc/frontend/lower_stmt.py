@@ -6,7 +6,7 @@ import ast
 from typing import Any
 
 from kernelc import types as T
-from kernelc.errors import KernelError, WarpCodegenAttributeError
+from kernelc.errors import KernelError, WarpCodegenAttributeError, WarpCodegenTypeError
 from kernelc.frontend import local_arrays
 from kernelc.frontend.builder import Val
 from kernelc.frontend.local_arrays import LocalArray
@@ -15,6 +15,9 @@ from kernelc.frontend.static_eval import is_static_call
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 from kernelc.typevars import Constraint
+
+KERNEL_RETURNS = ("kernels cannot return a value: write results to output arrays, and omit "
+                  "the return annotation or write `-> None`")
 
 
 class StmtLowering:
@@ -286,7 +289,7 @@ class StmtLowering:
     def visit_Return(self, node: ast.Return):
         if self.is_kernel:
             if node.value is not None:
-                raise KernelError("kernels cannot return a value; write results to an array")
+                raise WarpCodegenTypeError(KERNEL_RETURNS)
             self.b.append(ir.Return(self.b.loc))
             return
         values = () if node.value is None else self.visit(node.value)

@@ -13,6 +13,7 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError, WarpCodegenAttributeError
+from kernelc.frontend import tile_subscripts
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj, TupleVal
@@ -38,6 +39,8 @@ class TileLowering:
         items = v.items if isinstance(v, TupleVal) else (v,)
         if isinstance(v, PyObj) and isinstance(v.obj, (tuple, list)):
             items = tuple(PyObj(x) for x in v.obj)
+        if isinstance(v, Val):  # perhaps a local assigned one constant, once
+            items = (self.local_constant(node, v),)
         shape = []
         for item in items:
             if isinstance(item, Val) and isinstance(item.const, int) \
@@ -48,6 +51,17 @@ class TileLowering:
             else:
                 raise KernelError(f"the {what} must be a constant int or tuple of ints")
         return tuple(shape)
+
+    def local_constant(self, node: ast.AST, v: Any) -> Any:
+        """`v`, the value of `node`; when `node` names a local assigned a constant exactly
+        once (`n = 3`), that constant, as Warp sees it (for shapes and bounds)."""
+        if isinstance(v, Val) and v.const is None and isinstance(node, ast.Name):
+            from kernelc.frontend.special import _constant_locals
+
+            known = _constant_locals(self)
+            if node.id in known:
+                return PyObj(known[node.id])
+        return v
 
     def tile_operand(self, node: ast.AST, what: str) -> Tile:
         v = self.visit(node)
@@ -106,6 +120,8 @@ class TileLowering:
         for x in (a, b):
             if not isinstance(x, Tile):
                 self.as_val(x, node)  # a clear error for tuples and the like
+        if op in (OpCode.MUL, OpCode.DIV):
+            _check_scaling(op, a, b)
         return self.elementwise([a, b], lambda x, y: super(TileLowering, self).binary(
             op, x, y, node), node)
 
@@ -122,58 +138,19 @@ class TileLowering:
     # ---- element access ---------------------------------------------------------------------
 
     def subscript(self, base: Any, node: ast.Subscript):
-        index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if isinstance(base, Tile):
-            parts = [n if isinstance(n, ast.Slice) else self.visit(n) for n in index_nodes]
-            if any(isinstance(p, (ast.Slice, Tile)) for p in parts):
-                return self.tile_gather(base, parts)
-            indices = []
-            for p, n in zip(parts, index_nodes):
-                v = self.as_val(p, n)
-                if not (isinstance(v.type, T.ScalarType) and v.type.is_int):
-                    raise KernelError(f"indices must be integers, got {v.type!r}")
-                indices.append(v)
-            return self.value_subscript(base, tuple(indices), node)
+            return tile_subscripts.read(self, base, node)
         return super().subscript(base, node)
-
-    def tile_gather(self, t: Tile, parts: list) -> Tile:
-        """`t[indices, :]` (Warp's advanced indexing): one index is a 1-d int tile, every
-        other a full `:` (`parts`: slices, and lowered indices); trailing axes may be left
-        out."""
-        from kernelc.frontend.tile_indexed import gather_rows
-
-        if len(parts) > t.ndim:
-            raise KernelError(f"too many indices ({len(parts)}) for a {t.ndim}-d tile")
-        axis, picks = None, None
-        for k, p in enumerate(parts):
-            if isinstance(p, ast.Slice):
-                if p.lower or p.upper or p.step:
-                    raise KernelError("a tile takes only full slices ':' beside a tile of "
-                                      "indices")
-                continue
-            if axis is not None or not isinstance(p, Tile):
-                raise KernelError("a tile takes one tile of indices, with ':' on every other "
-                                  "axis (t[indices, :])")
-            axis, picks = k, p
-        if axis is None:
-            raise KernelError("slicing a tile needs a tile of indices on one axis "
-                              "(t[indices, :]); use tile_view() for ranges")
-        return gather_rows(self, t, picks, axis)
 
     def value_subscript(self, base: Any, indices, node: ast.AST):
         if not isinstance(base, Tile):
             return super().value_subscript(base, indices, node)
-        idx = self.tile_indices(base, indices)
-        if len(idx) > base.ndim:
-            raise KernelError(f"too many indices ({len(idx)}) for a {base.ndim}-d tile")
-        if len(idx) < base.ndim:
-            # `t[i]` of a 2-d tile: the row, a view with a run-time offset is not kept, so
-            # the row is copied.
-            row = tv.new_tile(self.b, base.dtype, base.shape[len(idx):])
-            with tv.loop_nest(self.b, row.shape) as rest:
-                tv.store(self.b, row, rest, tv.load(self.b, base, [*idx, *rest]))
-            return row
-        return Val(tv.load(self.b, base, idx))
+        parts = [tile_subscripts.int_index(self, v, node, "tile indices") for v in indices]
+        if len(parts) > base.ndim:
+            raise KernelError(f"too many indices ({len(parts)}) for a {base.ndim}-d tile")
+        if len(parts) < base.ndim:
+            return tile_subscripts.view(self, base, parts)
+        return Val(tv.load(self.b, base, tile_subscripts.element_indices(self, base, parts)))
 
     def assign_component(self, base, indices, value: Val, target: ast.AST) -> None:
         if not isinstance(base, Tile):
@@ -227,7 +204,7 @@ class TileLowering:
             if not self.tile_in_place and homes.get(name) is here:
                 # Straight-line code: the name now means the new tile, as in Warp; views
                 # taken of the old one keep its values.
-                self.names[name] = value
+                self.names[name] = self.movable(value)
                 return
             # In a loop or branch the variable keeps its storage, so the next iteration
             # (or the code after the branch) reads the new values; `t += u` is in place.
@@ -235,16 +212,77 @@ class TileLowering:
                 raise KernelError(f"'{name}' holds a {bound!r}; inside a loop or branch, or "
                                   f"with an augmented assignment, it can only take a tile of "
                                   f"the same shape and type, not a {value!r}")
+            if (not self.tile_in_place and bound.shift is not None and value.slot == bound.slot
+                    and value.strides == bound.strides):
+                # `row = t[i]` again: a view is re-aimed (its shift moves), not written to
+                b = self.b
+                pos = tv.const(b, value.offset - bound.offset)
+                if value.shift is not None:
+                    pos = b.op(OpCode.ADD, (pos, b.load(value.shift)), T.int32)
+                b.store(bound.shift, pos)
+                return
             if value.slot == bound.slot:  # e.g. `t = tile_transpose(t)`: copy via a temporary
                 value = tv.materialise(self.b, value)
             tv.copy(self.b, bound, value)
             return
         if bound is not None:
             raise KernelError(f"'{name}' does not hold a tile; it cannot become one")
-        self.names[name] = value
+        self.names[name] = self.movable(value)
         homes[name] = here
 
+    def movable(self, value: Tile) -> Tile:
+        """A view of another named tile's storage gets a run-time shift (zero for now), so
+        rebinding the name to another view inside a loop or branch can re-aim it."""
+        if value.shift is None and any(isinstance(v, Tile) and v.slot == value.slot
+                                       for v in self.names.values()):
+            return tv.shifted(self.b, value, tv.const(self.b, 0))
+        return value
+
+    def assign(self, target: ast.expr, value, node: ast.AST) -> None:
+        if isinstance(target, ast.Subscript):
+            base = self.tile_target(target)
+            if base is not None:
+                return tile_subscripts.write(self, base, target, value)
+        if isinstance(target, (ast.Subscript, ast.Attribute)) and \
+                isinstance(target.value, ast.Subscript):
+            holder = self.tile_target(target.value)
+            if holder is not None:  # `t[i][1] = x`, `t[i].x = x`: part of one element
+                return self.assign_element_part(holder, target, value, node)
+        return super().assign(target, value, node)
+
+    def tile_target(self, target: ast.Subscript) -> Tile | None:
+        """The tile `target` indexes into, or None: the base is lowered only when its root
+        name holds a tile, so other targets are lowered once, by the ordinary path."""
+        root = target.value
+        while isinstance(root, (ast.Subscript, ast.Attribute)):
+            root = root.value
+        if not (isinstance(root, ast.Name) and isinstance(self.names.get(root.id), Tile)):
+            return None
+        base = self.visit(target.value)
+        return base if isinstance(base, Tile) else None
+
+    def assign_element_part(self, t: Tile, target, value, node: ast.AST) -> None:
+        """Writes a component (or field) of the element `target.value` of tile `t`: the
+        element goes through a hidden local, which is updated and stored back."""
+        element_node = target.value
+        element = tile_subscripts.read(self, t, element_node)
+        if isinstance(element, Tile):
+            raise KernelError("assign to a view's elements one at a time, or assign a whole "
+                              "tile to the view")
+        name = f"__kc_tile_element_{id(target)}"
+        self.assign_name(name, element, target)
+        local = ast.copy_location(ast.Name(name, ast.Load()), element_node)
+        part = ast.copy_location(
+            ast.Subscript(local, target.slice, ast.Store()) if isinstance(target, ast.Subscript)
+            else ast.Attribute(local, target.attr, ast.Store()), target)
+        super().assign(part, value, node)
+        tile_subscripts.write(self, t, element_node, self.read_name(name, element_node))
+
     def visit_AugAssign(self, node: ast.AugAssign):
+        if isinstance(node.target, ast.Subscript):
+            base = self.tile_target(node.target)
+            if base is not None:
+                tile_subscripts.reject_compound(self, base, node.target)
         self.tile_in_place = True  # `t += u` updates t's storage (views of t see it)
         try:
             return super().visit_AugAssign(node)
@@ -257,6 +295,21 @@ class TileLowering:
                               f"(t[i]) or pass it to a tile operation (tiles cannot be "
                               f"passed to or returned from funcs)")
         return super().as_val(v, node)
+
+
+def _check_scaling(op: OpCode, a: Any, b: Any) -> None:
+    """tile * x and tile / x need a scalar on one side, element by element (Warp's rule: a
+    vector times a vector is ambiguous)."""
+    types = [x.dtype if isinstance(x, Tile) else x.type for x in (a, b)]
+    if any(isinstance(t, T.ScalarType) for t in types):
+        return
+    if isinstance(a, Tile) and isinstance(b, Tile):
+        raise KernelError(f"tile {'*' if op == OpCode.MUL else '/'} tile: one tile's element "
+                          f"type must be scalar, got tile<{types[0]!r}> and tile<{types[1]!r}>")
+    names = [f"tile<{t!r}>" if isinstance(x, Tile) else repr(t) for x, t in zip((a, b), types)]
+    verb = "multiply" if op == OpCode.MUL else "divide"
+    raise KernelError(f"Cannot {verb} {names[0]} by {names[1]}: at least one operand must be a "
+                      f"scalar type")
 
 
 def _describe(v: Any) -> str:

@@ -45,7 +45,18 @@ class Source:
             return True, self.globals[name]
         if hasattr(builtins, name):
             return True, getattr(builtins, name)
+        builtin = _kernel_builtin(name)
+        if builtin is not None:  # as in Warp, kernels may call a builtin without `kc.`
+            return True, builtin
         return False, None
+
+
+def _kernel_builtin(name: str) -> Any:
+    """kernelc's public builtin function `name`, or None."""
+    import kernelc  # noqa: PLC0415  (the package imports this module)
+
+    value = None if name.startswith("_") else getattr(kernelc, name, None)
+    return value if callable(value) and not isinstance(value, type) else None
 
 
 def read_source(func: Any) -> Source:

@@ -124,12 +124,8 @@ def _array_inside(value: Any, path: str) -> str | None:
 def _constant_locals(lowerer) -> dict[str, Any]:
     """Locals `kc.static` sees, as Warp's does: those holding a compile-time constant. Only
     names assigned once in the whole function qualify, so the value cannot be stale."""
-    stores: dict[str, int] = {}
-    for node in ast.walk(lowerer.source.tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            stores[node.id] = stores.get(node.id, 0) + 1
     return {name: value for name, value in lowerer.first_consts.items()
-            if stores.get(name) == 1}
+            if name in lowerer.assigned_once}
 
 
 class _Sized:
@@ -147,10 +143,15 @@ class _Sized:
 
 
 def _sized_locals(lowerer) -> dict[str, Any]:
+    from kernelc.frontend.tile_value import Tile
+
     out = {}
     for name, bound in lowerer.names.items():
         if isinstance(bound, TupleVal):
             out[name] = _Sized(name, len(bound.items))
+            continue
+        if isinstance(bound, Tile):  # len(t): its first dimension
+            out[name] = _Sized(name, bound.shape[0])
             continue
         t = getattr(bound, "type", None)
         if isinstance(t, T.VectorType):
@@ -319,7 +320,7 @@ _FORM_MODULES = ("kernelc.frontend.construct", "kernelc.frontend.hash_grid_forms
                  "kernelc.frontend.tile_forms", "kernelc.frontend.tile_views",
                  "kernelc.frontend.tile_indexed", "kernelc.frontend.tile_linalg",
                  "kernelc.frontend.tile_fft_scan", "kernelc.frontend.tile_queries",
-                 "kernelc.frontend.volume_forms")
+                 "kernelc.frontend.tile_arange", "kernelc.frontend.volume_forms")
 
 
 _PYTHON_SPECIALS = {print: "print", len: "len", range: "range", type: "type"}

@@ -10,7 +10,6 @@ like any other code. Outside kernels these names raise.
 from __future__ import annotations
 
 import ast
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from kernelc.errors import KernelError
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import ArrayView, PyObj, TupleVal
+from kernelc.frontend.tile_types import SubscriptableForm
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
@@ -157,39 +157,6 @@ def _tile_full(lowerer, args, node):
     return _filled(lowerer, args, dtype, v.value)
 
 
-@form("tile_arange", "*args, dtype=, storage=",
-      "tile_arange(stop), (start, stop) or (start, stop, step): a 1-d tile of evenly "
-      "spaced values, as numpy.arange; the bounds are compile-time constants.")
-def _tile_arange(lowerer, args, node):
-    check_storage(lowerer, args)
-    bounds = []
-    for n in args.get("args", []):
-        v = lowerer.visit(n)
-        c = v.const if isinstance(v, Val) else getattr(v, "obj", None)
-        if not isinstance(c, (int, float)) or isinstance(c, bool):
-            raise KernelError("tile_arange() bounds must be constant numbers")
-        bounds.append(c)
-    if not 1 <= len(bounds) <= 3:
-        raise KernelError("tile_arange() takes stop, start and stop, or start, stop and step")
-    start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
-    dtype = _dtype(lowerer, args, None)
-    if dtype is None:
-        dtype = T.float32 if any(isinstance(c, float) for c in bounds) else T.int32
-    if step == 0:
-        raise KernelError("tile_arange() step must not be zero")
-    count = math.ceil((stop - start) / step)
-    if count <= 0:
-        raise KernelError(f"tile_arange({start}, {stop}, {step}) is empty")
-    b = lowerer.b
-    t = tv.new_tile(b, dtype, (count,))
-    with tv.loop_nest(b, t.shape) as (i,):
-        x = b.cast(i, dtype)
-        x = b.op(OpCode.MUL, (x, b.const(step, dtype)), dtype) if step != 1 else x
-        x = b.op(OpCode.ADD, (x, b.const(start, dtype)), dtype) if start != 0 else x
-        tv.store(b, t, [i], x)
-    return t
-
-
 @form("tile", "x, preserve_type=",
       "The per-lane value `x` as a tile: shape (1,) for a scalar (one lane per block); "
       "a vector gives (length, 1) and a matrix (rows, cols, 1) unless preserve_type=True.")
@@ -208,6 +175,9 @@ def _tile(lowerer, args, node):
         part = b.op(OpCode.EXTRACT, (v.value,), v.type.dtype, c)
         tv.store_at(b, t, tv.const(b, c), part)
     return t
+
+
+globals()["tile"] = SubscriptableForm(globals()["tile"])  # also `kc.tile[float, M, N]`
 
 
 @form("untile", "a", "The lane's value of a tile made by tile(): a scalar for shape (1,), a "
@@ -392,6 +362,7 @@ def _tile_store(lowerer, args, node):
 def _tile_atomic_add(lowerer, args, node):
     b = lowerer.b
     t = lowerer.tile_operand(args["t"], "tile_atomic_add()")
+    check_atomic_add_dtype(t.dtype, "tile_atomic_add()")
     old = tv.new_tile(b, t.dtype, t.shape)
     tv.fill(b, old, tv.zero_value(b, t.dtype))
 
@@ -402,6 +373,18 @@ def _tile_atomic_add(lowerer, args, node):
 
     _store_like(lowerer, args, "tile_atomic_add()", write)
     return old
+
+
+_ATOMIC_ADD_SCALARS = (T.int32, T.uint32, T.int64, T.uint64, T.float16, T.bfloat16, T.float32,
+                       T.float64)
+
+
+def check_atomic_add_dtype(dtype: T.Type, what: str) -> None:
+    """Atomic adds of tiles take the scalar types with a hardware atomic add (as Warp's)."""
+    if tv.scalar_of(dtype) not in _ATOMIC_ADD_SCALARS:
+        raise KernelError(f"{what} only supports tiles with [u]int32, [u]int64, float16, "
+                          f"bfloat16, float32 or float64 as the underlying scalar type, but "
+                          f"got {dtype!r}")
 
 
 # ---- element-wise maps and reductions -----------------------------------------------------

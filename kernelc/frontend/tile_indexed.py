@@ -11,7 +11,14 @@ from kernelc.errors import KernelError
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import StorageHandle, Val
 from kernelc.frontend.lower_expr import PyObj, TupleVal
-from kernelc.frontend.tile_forms import array_operand, check_storage, form_table, offsets_operand
+from kernelc.frontend.tile_forms import (
+    array_operand,
+    check_atomic_add_dtype,
+    check_storage,
+    form_table,
+    offsets_operand,
+)
+from kernelc.frontend.tile_types import stack_annotation
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
@@ -127,6 +134,7 @@ def _tile_store_indexed(lowerer, args, node):
 def _tile_atomic_add_indexed(lowerer, args, node):
     b = lowerer.b
     t = lowerer.tile_operand(args["t"], "tile_atomic_add_indexed()")
+    check_atomic_add_dtype(t.dtype, "tile_atomic_add_indexed()")
     old = tv.new_tile(b, t.dtype, t.shape)
     tv.fill(b, old, tv.zero_value(b, t.dtype))
 
@@ -250,9 +258,10 @@ def _stack(lowerer, node, what: str) -> TileStack:
 @form("tile_stack", "capacity, dtype", "An empty stack of up to `capacity` elements of "
       "`dtype` shared by the block (its one lane in kernelc).")
 def _tile_stack(lowerer, args, node):
-    capacity = lowerer.static_shape(args["capacity"], "stack capacity")
-    if len(capacity) != 1:
-        raise KernelError("tile_stack() capacity must be one positive int")
+    capacity = lowerer.static_ints(args["capacity"], "stack capacity")
+    if len(capacity) != 1 or capacity[0] <= 0:
+        raise KernelError(f"tile_stack() capacity must be a positive integer constant, got "
+                          f"{capacity[0] if len(capacity) == 1 else capacity}")
     b = lowerer.b
     data = tv.new_tile(b, lowerer.eval_annotation(args["dtype"]), capacity, "stack")
     tv.fill(b, data, tv.zero_value(b, data.dtype))
@@ -261,16 +270,26 @@ def _tile_stack(lowerer, args, node):
     return TileStack(data, count)
 
 
+# Outside kernels `kc.tile_stack(capacity=..., dtype=...)` is the type of a func parameter
+# that takes a stack.
+_annotation = stack_annotation("tile_stack")
+_annotation.__doc__, _annotation.__module__ = globals()["tile_stack"].__doc__, __name__
+globals()["tile_stack"] = _annotation
+
+
 @form("tile_stack_push", "s, value, has_value", "Pushes `value` when has_value is true and "
       "the stack has room; returns the slot written, or -1.")
 def _tile_stack_push(lowerer, args, node):
     s = _stack(lowerer, args["s"], "tile_stack_push()")
     b = lowerer.b
     value = lowerer.as_val(lowerer.visit(args["value"]), node)
-    value = lowerer.coerce(value, s.data.dtype) if value.weak else value
+    # a literal converts, but not a float literal onto a stack of ints (as in Warp)
+    if value.weak and not (isinstance(value.type, T.ScalarType) and value.type.is_float
+                           and isinstance(s.data.dtype, T.ScalarType) and s.data.dtype.is_int):
+        value = lowerer.coerce(value, s.data.dtype)
     if value.type != s.data.dtype:
         raise KernelError(f"tile_stack_push(): a {value.type!r} onto a stack of "
-                          f"{s.data.dtype!r}")
+                          f"{s.data.dtype!r}: the value type does not match the stack's")
     flag = lowerer.truth(lowerer.visit(args["has_value"]), node)
     n = b.load(s.count)
     room = b.op(OpCode.LT, (n, tv.const(b, s.data.shape[0])), T.bool_)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from kernelc import types as T
-from kernelc.errors import KernelError
+from kernelc.errors import KernelError, WarpCodegenValueError
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj
@@ -40,8 +40,9 @@ def constant_string(lowerer, node: ast.AST | None, what: str, choices: tuple[str
         value = v.obj if isinstance(v, PyObj) else None
     if value not in choices:
         options = " or ".join(repr(c) for c in choices)
-        raise KernelError(f"{what} must be the constant string {options}, got "
-                          f"{ast.unparse(node)}")
+        got = repr(value) if isinstance(value, str) else \
+            f"a non-literal argument ({ast.unparse(node)})"
+        raise WarpCodegenValueError(f"{what} must be the string literal {options}, got {got}")
     return value
 
 
@@ -58,8 +59,8 @@ def scalar_arg(lowerer, node: ast.AST, dtype: T.ScalarType, what: str,
 
 
 def float_tile(lowerer, node: ast.AST, what: str, ndims: tuple[int, ...],
-               dtypes: tuple[T.Type, ...]) -> Tile:
-    t = lowerer.tile_operand(node, what)
+               dtypes: tuple[T.Type, ...], lowered: Tile | None = None) -> Tile:
+    t = lowered if lowered is not None else lowerer.tile_operand(node, what)
     if t.ndim not in ndims:
         dims = " or ".join(f"{n}-d" for n in ndims)
         raise KernelError(f"{what} needs a {dims} tile, got shape {t.shape}")
@@ -92,8 +93,8 @@ def _is_const(v: Val, number: float) -> bool:
       "alpha * a @ b as a new tile of a's type. a is (M, K), b (K, N); float16, float32 or "
       "float64, each product summed over k in ascending order in out's type.")
 def _tile_matmul(lowerer, args, node):
-    a = float_tile(lowerer, args["a"], "tile_matmul() a", (2,), _MATMUL_TYPES)
-    b = float_tile(lowerer, args["b"], "tile_matmul() b", (2,), _MATMUL_TYPES)
+    a = _matmul_operand(lowerer, args["a"], "a")
+    b = _matmul_operand(lowerer, args["b"], "b")
     extra = list(args.get("args", []))
     first = lowerer.visit(extra[0]) if extra else None
     # Warp's two overloads: (a, b, out, alpha, beta, precision) and (a, b, alpha, precision).
@@ -128,7 +129,26 @@ def _tile_matmul(lowerer, args, node):
     return PyObj(None) if accumulate else out
 
 
+def _matmul_operand(lowerer, node: ast.AST, name: str) -> Tile:
+    """An input of tile_matmul(): bfloat16 is allowed here (its products are summed in
+    out's type), not for out."""
+    t = lowerer.tile_operand(node, f"tile_matmul() {name}")
+    _reject_complex(t)
+    return float_tile(lowerer, node, f"tile_matmul() {name}", (2,),
+                      (*_MATMUL_TYPES, T.bfloat16), lowered=t)
+
+
+def _reject_complex(t: Tile) -> None:
+    if isinstance(t.dtype, T.VectorType) and t.dtype.length == 2 and t.dtype.dtype.is_float:
+        raise KernelError(f"tile_matmul() does not support complex tiles (a tile of "
+                          f"{t.dtype!r}); multiply the real and imaginary parts separately")
+
+
 def _check_matmul(lowerer, args, a: Tile, b: Tile, out: Tile) -> None:
+    _reject_complex(out)
+    if out.dtype == T.bfloat16:
+        raise KernelError("tile_matmul() does not support a bfloat16 'out' tile (the "
+                          "accumulator); use float16, float32 or float64")
     if out.ndim != 2 or out.dtype not in _MATMUL_TYPES:
         raise KernelError(f"tile_matmul() out must be a 2-d tile of float16, float32 or "
                           f"float64, got {out!r}")

@@ -11,6 +11,7 @@ autodiff transform see nothing new.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -47,13 +48,19 @@ def row_major(shape: Sequence[int]) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Tile:
-    """A view of a local array as a tile of `dtype` elements."""
+    """A view of a local array as a tile of `dtype` elements.
+
+    `offset` is the constant part of the first element's position; a view taken at a
+    run-time index (`t[i]`, `tile_view(t, offset=(i, 0))`) keeps the rest in `shift`, an
+    int32 slot (a slot rather than a value, so the view stays usable in any block the name
+    is visible from)."""
 
     slot: ir.Slot
     dtype: T.Type
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     offset: int = 0
+    shift: ir.Slot | None = None
 
     @property
     def ndim(self) -> int:
@@ -64,7 +71,7 @@ class Tile:
         return math.prod(self.shape)
 
     def view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> Tile:
-        return Tile(self.slot, self.dtype, shape, strides, self.offset + offset)
+        return Tile(self.slot, self.dtype, shape, strides, self.offset + offset, self.shift)
 
     def __repr__(self) -> str:
         dims = ", ".join(str(n) for n in self.shape)
@@ -95,6 +102,15 @@ def new_tile(b: IRBuilder, dtype: T.Type, shape: Sequence[int], name: str = "til
 
 def const(b: IRBuilder, n: int) -> ir.Value:
     return b.const(n, T.int32)
+
+
+def shifted(b: IRBuilder, tile: Tile, delta: ir.Value) -> Tile:
+    """The same view moved by `delta` (int32) elements, known only at run time."""
+    if tile.shift is not None:
+        delta = b.op(OpCode.ADD, (b.load(tile.shift), delta), T.int32)
+    slot = b.new_slot("view_offset", T.int32)
+    b.store(slot, delta)
+    return dataclasses.replace(tile, shift=slot)
 
 
 @contextmanager
@@ -134,6 +150,8 @@ def position(b: IRBuilder, tile: Tile, indices: Sequence[ir.Value]) -> ir.Value:
     if len(indices) != tile.ndim:
         raise KernelError(f"a {tile.ndim}-d tile needs {tile.ndim} indices, got {len(indices)}")
     pos = const(b, tile.offset)
+    if tile.shift is not None:
+        pos = b.op(OpCode.ADD, (pos, b.load(tile.shift)), T.int32)
     for i, stride in zip(indices, tile.strides):
         if stride == 0:
             continue

@@ -3,14 +3,16 @@ element extraction and assignment, in-place updates (special forms; see `tile_fo
 
 from __future__ import annotations
 
+import ast
 import math
 
 from kernelc import types as T
-from kernelc.errors import KernelError
+from kernelc.errors import KernelError, WarpCodegenValueError
+from kernelc.frontend import tile_subscripts
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj, TupleVal
-from kernelc.frontend.tile_forms import axis_operand, form_table
+from kernelc.frontend.tile_forms import form_table
 from kernelc.frontend.tile_value import Tile
 from kernelc.ir.nodes import OpCode
 
@@ -31,7 +33,11 @@ def _tile_transpose(lowerer, args, node):
       "The tile broadcast to `shape` as numpy.broadcast_to does (a view: no copy).")
 def _tile_broadcast(lowerer, args, node):
     t = lowerer.tile_operand(args["a"], "tile_broadcast()")
-    shape = lowerer.static_shape(args["shape"])
+    shape = lowerer.static_ints(args["shape"], "tile_broadcast() shape")
+    if not 1 <= len(shape) <= 4:
+        raise WarpCodegenValueError(f"tile_broadcast() output must have between one and four "
+                                    f"dimensions, got {len(shape)}")
+    shape = tv.check_shape(shape)
     if len(shape) < t.ndim:
         raise KernelError(f"cannot broadcast shape {t.shape} to {shape}")
     strides = [0] * (len(shape) - t.ndim)
@@ -43,30 +49,79 @@ def _tile_broadcast(lowerer, args, node):
 
 
 @form("tile_view", "t, offset, shape=",
-      "A view of part of a tile from the constant `offset` (leading indices), with `shape` "
-      "(by default the rest of the tile).")
+      "A view of part of a tile: int `offset` entries (constant or not) drop their axis, "
+      "slices keep theirs; with `shape`, the block of that shape from `offset`.")
 def _tile_view(lowerer, args, node):
     t = lowerer.tile_operand(args["t"], "tile_view()")
-    offset = lowerer.static_ints(args["offset"], "tile_view() offset")
-    if len(offset) > t.ndim:
-        raise KernelError(f"tile_view(): {len(offset)} offsets for a {t.ndim}-d tile")
-    if any(not 0 <= o < n for o, n in zip(offset, t.shape)):
-        raise KernelError(f"tile_view(): offset {offset} is outside a tile of shape {t.shape}")
-    start = sum(o * s for o, s in zip(offset, t.strides))
-    rest_shape, rest_strides = t.shape[len(offset):], t.strides[len(offset):]
-    if "shape" in args:
-        shape = lowerer.static_shape(args["shape"])
-        if len(shape) == t.ndim:  # a sub-block starting at `offset` in every dimension
-            full = (*offset, *(0,) * (t.ndim - len(offset)))
-            if any(o + n > m for o, n, m in zip(full, shape, t.shape)):
-                raise KernelError(f"tile_view(): shape {shape} at {full} exceeds {t.shape}")
-            return t.view(shape, t.strides, start)
-        if len(shape) != len(rest_shape) or any(n > m for n, m in zip(shape, rest_shape)):
-            raise KernelError(f"tile_view(): shape {shape} does not fit {rest_shape}")
-        rest_shape = shape
-    if not rest_shape:
-        rest_shape, rest_strides = (1,), (1,)
-    return t.view(tuple(rest_shape), tuple(rest_strides), start)
+    parts = _view_offsets(lowerer, t, args["offset"])
+    if any(isinstance(p, slice) for p in parts):
+        if "shape" in args:
+            raise KernelError("tile_view() does not support specifying 'shape' together with "
+                              "a slice in 'offset'; the slices give the view's shape")
+        return tile_subscripts.view(lowerer, t, parts)
+    for axis, p in enumerate(parts):  # an explicit offset is a position: not wrapped
+        if p.const is not None and not 0 <= p.const < t.shape[axis]:
+            raise KernelError(f"tile_view() offset {p.const} is out of bounds for axis {axis} "
+                              f"with size {t.shape[axis]} (only subscripts such as t[-1, :] "
+                              f"count from the end)")
+    if "shape" not in args:
+        if len(parts) == t.ndim:  # every axis fixed: the element, as a tile of shape (1,)
+            return _block(lowerer, t, parts, (1,) * t.ndim).view((1,), (1,))
+        return tile_subscripts.view(lowerer, t, parts)
+    shape = lowerer.static_shape(args["shape"])
+    if len(shape) == t.ndim:  # a sub-block starting at `offset` in every dimension
+        return _block(lowerer, t, parts, shape)
+    rest = t.shape[len(parts):]
+    if len(shape) != len(rest) or any(n > m for n, m in zip(shape, rest)):
+        raise KernelError(f"tile_view(): shape {shape} does not fit {rest}")
+    rows = tile_subscripts.view(lowerer, t, parts)
+    return rows.view(shape, rows.strides)
+
+
+def _view_offsets(lowerer, t: Tile, node) -> list:
+    """The entries of a tile_view() offset: int Vals and constant slices."""
+    nodes = node.elts if isinstance(node, ast.Tuple) else None
+    if nodes is None:
+        v = lowerer.visit(node)
+        values = list(v.items) if isinstance(v, TupleVal) else [v]
+        nodes = [node] * len(values)
+    else:
+        values = [tile_subscripts.slice_call(lowerer, n) for n in nodes]
+        values = [v if v is not None else lowerer.visit(n) for v, n in zip(values, nodes)]
+    if len(values) > t.ndim:
+        raise KernelError(f"tile_view(): {len(values)} offsets for a {t.ndim}-d tile")
+    parts = []
+    for v, n in zip(values, nodes):
+        if isinstance(v, PyObj) and isinstance(v.obj, slice):
+            v = v.obj
+        if isinstance(v, slice):
+            for bound in (v.start, v.stop, v.step):
+                if bound is not None and not isinstance(bound, int):
+                    raise KernelError("tile_view() slice bounds must be compile-time "
+                                      "constant ints")
+            parts.append(v)
+        else:
+            parts.append(tile_subscripts.int_index(lowerer, v, n, "tile_view() offset entries"))
+    return parts
+
+
+def _block(lowerer, t: Tile, parts: list, shape: tuple[int, ...]) -> Tile:
+    """The view of `shape` (one entry per axis) whose first element is t[parts, 0, ...]."""
+    b = lowerer.b
+    full = list(parts) + [None] * (t.ndim - len(parts))
+    start, moved = 0, None
+    for axis, (p, n, m, stride) in enumerate(zip(full, shape, t.shape, t.strides)):
+        k = 0 if p is None else p.const
+        if k is None:
+            step = b.op(OpCode.MUL, (b.cast(p.value, T.int32), tv.const(b, stride)), T.int32)
+            moved = step if moved is None else b.op(OpCode.ADD, (moved, step), T.int32)
+            k = 0
+        if k + n > m:
+            raise KernelError(f"tile_view(): shape {shape} from offset {k} on axis {axis} "
+                              f"exceeds {t.shape}")
+        start += k * stride
+    out = t.view(shape, t.strides, start)
+    return out if moved is None else tv.shifted(b, out, moved)
 
 
 @form("tile_reshape", "t, shape", "The tile with a new shape of the same size (-1 once "
@@ -86,22 +141,44 @@ def _tile_reshape(lowerer, args, node):
     shape = tv.check_shape(dims)
     if math.prod(shape) != t.size:
         raise KernelError(f"tile_reshape(): cannot reshape {t.shape} into {shape}")
+    if not _dense(t):
+        raise KernelError(f"tile_reshape() requires a contiguous tile; a view with shape "
+                          f"{t.shape} and strides {t.strides} (a strided or reversed slice) "
+                          f"cannot be reshaped: copy it into a new tile first (tile_assign)")
     src = t if tv.in_order(t) else tv.materialise(lowerer.b, t)
     return src.view(shape, tv.row_major(shape))
+
+
+def _dense(t: Tile) -> bool:
+    """Whether the tile's elements fill a block of its storage in some order of its axes (a
+    transpose is dense, a strided or reversed slice is not); broadcasts count as dense, as
+    reshaping them just copies."""
+    dims = sorted((s, n) for n, s in zip(t.shape, t.strides) if n > 1)
+    if any(s == 0 for s, _ in dims):
+        return True
+    step = 1
+    for s, n in dims:
+        if s != step:
+            return False
+        step *= n
+    return True
 
 
 @form("tile_squeeze", "t, axis=", "The tile without its dimensions of length 1 (or just "
       "`axis`); a view.")
 def _tile_squeeze(lowerer, args, node):
     t = lowerer.tile_operand(args["t"], "tile_squeeze()")
-    axis = axis_operand(lowerer, args)
-    if axis is not None:
-        if not -t.ndim <= axis < t.ndim:
-            raise KernelError(f"tile_squeeze(): axis {axis} out of range for a {t.ndim}-d tile")
-        axis %= t.ndim
-        if t.shape[axis] != 1:
-            raise KernelError(f"tile_squeeze(): dimension {axis} has length {t.shape[axis]}")
-        drop = {axis}
+    if "axis" in args:  # one axis or a tuple of them
+        drop = set()
+        for axis in lowerer.static_ints(args["axis"], "tile_squeeze() axis"):
+            if not -t.ndim <= axis < t.ndim:
+                raise WarpCodegenValueError(f"tile_squeeze() axis {axis} is out of bounds for "
+                                            f"tile with {t.ndim} dimensions")
+            axis %= t.ndim
+            if t.shape[axis] != 1:
+                raise KernelError(f"tile_squeeze(): dimension {axis} has length "
+                                  f"{t.shape[axis]}")
+            drop.add(axis)
     else:
         drop = {k for k, n in enumerate(t.shape) if n == 1}
     keep = [k for k in range(t.ndim) if k not in drop] or [0]
@@ -146,28 +223,31 @@ def _tile_extract(lowerer, args, node):
 
 
 @form("tile_assign", "dst, src, offset=",
-      "Copies tile `src` into tile `dst` starting at `offset` (one index per dimension).")
+      "Copies tile `src` into tile `dst` starting at `offset` (one index per dimension), "
+      "converting numeric elements to dst's type.")
 def _tile_assign(lowerer, args, node):
     dst = lowerer.tile_operand(args["dst"], "tile_assign()")
     src = lowerer.visit(args["src"])
     b = lowerer.b
-    offsets = [tv.const(b, 0)] * dst.ndim
+    parts = []
     if "offset" in args:
         v = lowerer.visit(args["offset"])
         items = list(v.items) if isinstance(v, TupleVal) else [v]
         if len(items) != dst.ndim:
             raise KernelError(f"tile_assign(): the offset needs {dst.ndim} values")
-        offsets = [lowerer.int32_value(x, node) for x in items]
+        parts = [tile_subscripts.int_index(lowerer, x, node, "tile_assign() offsets")
+                 for x in items]
     if not isinstance(src, Tile):  # a single value at `offset`
         value = lowerer.as_val(src, node)
         value = lowerer.coerce(value, dst.dtype) if value.weak else value
-        tv.store(b, dst, offsets, value.value)
+        where = [b.cast(p.value, T.int32) for p in parts] or [tv.const(b, 0)] * dst.ndim
+        tv.store(b, dst, where, value.value)
         return PyObj(None)
-    if src.dtype != dst.dtype or src.ndim != dst.ndim:
+    if src.ndim != dst.ndim:
         raise KernelError(f"tile_assign(): a {src!r} into a {dst!r}")
-    with tv.loop_nest(b, src.shape) as idx:
-        where = [b.op(OpCode.ADD, (o, i), T.int32) for o, i in zip(offsets, idx)]
-        tv.store(b, dst, where, tv.load(b, src, idx))
+    target = dst if not parts and src.shape == dst.shape else _block(lowerer, dst, parts,
+                                                                     src.shape)
+    tile_subscripts.assign_tile(lowerer, target, src, "tile_assign()")
     return PyObj(None)
 
 

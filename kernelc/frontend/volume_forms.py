@@ -188,8 +188,10 @@ def _grad_target(lowerer, name: str, node: ast.expr, value_type: T.Type) -> str:
                                    f"(e.g. grad = {want!r}())")
     got = _value(lowerer, node).type
     if got != want:
-        raise _fail(lowerer, node, f"incompatible gradient type for {name}(): expected a "
-                                   f"{want!r} variable, got a {got!r}")
+        from kernelc.types_query import type_repr
+
+        raise _fail(lowerer, node, f"Incompatible gradient type, expected {type_repr(want)}, "
+                                   f"got {type_repr(got)} (the 'grad' variable of {name}())")
     return node.id
 
 

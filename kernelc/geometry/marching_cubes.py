@@ -125,33 +125,34 @@ class IsoSurfaceMarchingCubes(IsoSurfaceBase):
         if value is not None and old is not None:
             raise TypeError(f"Cannot specify both `{name}` and `domain_bounds_{name}_corner`.")
         _deprecated(f"IsoSurfaceMarchingCubes() argument `domain_bounds_{name}_corner` is "
-                    f"deprecated; use `{name}` instead.", stacklevel=4)
+                    f"deprecated and will be removed in a future version. Use `{name}` instead.",
+                    stacklevel=4)
         return value if old is None else old
 
     @property
     def domain_bounds_lower_corner(self) -> Bound:
         """Deprecated name of `lower`."""
-        _deprecated("IsoSurfaceMarchingCubes.domain_bounds_lower_corner is deprecated; use "
-                    "`lower` instead.")
+        _deprecated("IsoSurfaceMarchingCubes.domain_bounds_lower_corner is deprecated and will be "
+                    "removed in a future version. Use `lower` instead.")
         return self.lower
 
     @domain_bounds_lower_corner.setter
     def domain_bounds_lower_corner(self, value: Bound) -> None:
-        _deprecated("IsoSurfaceMarchingCubes.domain_bounds_lower_corner is deprecated; use "
-                    "`lower` instead.")
+        _deprecated("IsoSurfaceMarchingCubes.domain_bounds_lower_corner is deprecated and will be "
+                    "removed in a future version. Use `lower` instead.")
         self.lower = value
 
     @property
     def domain_bounds_upper_corner(self) -> Bound:
         """Deprecated name of `upper`."""
-        _deprecated("IsoSurfaceMarchingCubes.domain_bounds_upper_corner is deprecated; use "
-                    "`upper` instead.")
+        _deprecated("IsoSurfaceMarchingCubes.domain_bounds_upper_corner is deprecated and will be "
+                    "removed in a future version. Use `upper` instead.")
         return self.upper
 
     @domain_bounds_upper_corner.setter
     def domain_bounds_upper_corner(self, value: Bound) -> None:
-        _deprecated("IsoSurfaceMarchingCubes.domain_bounds_upper_corner is deprecated; use "
-                    "`upper` instead.")
+        _deprecated("IsoSurfaceMarchingCubes.domain_bounds_upper_corner is deprecated and will be "
+                    "removed in a future version. Use `upper` instead.")
         self.upper = value
 
     def surface(self, field: array, threshold: float) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 import operator
 import typing
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,13 +60,16 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         device: Where the array lives (default: the data's device or the current device).
         copy: If False, NumPy data of the right dtype on the right device is used in place
             rather than copied (otherwise it is copied, as Warp does).
-        owner: Accepted for Warp compatibility; memory at `ptr` is never freed by kernelc.
+        owner: Accepted for Warp compatibility; memory at `ptr` is never freed by kernelc
+            itself.
         requires_grad: Allocate a zero-filled gradient array, `.grad` (see `kc.Tape`).
         pinned: Page-locked host memory, for faster transfers to CUDA devices.
         ndim: Number of dimensions (for annotations; checked against data or shape).
         grad: An existing array to use as `.grad` (same dtype, shape and device).
         retain_grad: Keep `.grad` where backward kernels would consume it (see
             `retain_grad`).
+        deleter: With `ptr`: called as `deleter(ptr, capacity)` once the array and every
+            view of it are gone, to free the memory.
 
     Attributes:
         ptr (int | None): Address of element 0, None for a type-only array.
@@ -77,11 +81,14 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         capacity (int): Bytes of memory the array spans (or was allocated with).
         device (Device): The Device the memory is on.
         grad (array | None): The gradient array (`requires_grad`), else None.
+        deleter (Callable | None): The `deleter` given with `ptr`, else None (views and
+            kernelc-allocated arrays have none).
     """
 
     # Class-level defaults keep repr() working on an object whose __init__ raised.
     ptr: int | None = None
     dtype: Type | None = None
+    deleter: Callable[[int, int], None] | None = None
     ndim = 0
 
     def __init__(self, data: Any = None, dtype: Any = typing.Any,
@@ -90,7 +97,8 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
                  device: Devicelike = None, copy: bool = True, owner: bool = False,
                  requires_grad: bool = False, pinned: bool = False,
                  ndim: int | None = None, grad: array | None = None,
-                 retain_grad: bool = False) -> None:
+                 retain_grad: bool = False,
+                 deleter: Callable[[int, int], None] | None = None) -> None:
         self.pinned = pinned
         self._np: np.ndarray | None = None
         if data is None and shape is None and ptr is None:
@@ -101,6 +109,9 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
             raise ValueError("give either data= or ptr=, not both")
         if ptr is not None:
             self._init_foreign(ptr, resolved, shape, strides, capacity, device)
+            if deleter is not None:  # called with (ptr, capacity) once no view is left
+                weakref.finalize(self._alloc, deleter, self.ptr, self.capacity)
+                self.deleter = deleter
         elif data is None:
             self._init_new(resolved, shape, strides, device, pinned)
         elif isinstance(data, array):
@@ -148,6 +159,7 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
                   strides: Sequence[int] | None, device: Devicelike, pinned: bool) -> None:
         """New memory for `shape`; with `strides`, as much as that layout spans (Warp's rule)."""
         dims, elem = normalize_shape(shape), _float32 if dtype is None else dtype  # type: ignore
+        _check_dims(dims)
         element_layout(elem)
         dense = contiguous_strides(dims, elem.size)
         steps = dense if strides is None else tuple(operator.index(s) for s in strides)
@@ -167,6 +179,7 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         if dtype is None or shape is None:
             raise ValueError("an array made from ptr= needs dtype= and shape=")
         dims = normalize_shape(shape)
+        _check_dims(dims)
         element_layout(dtype)
         # (Python ints: NumPy int32 strides from another framework would overflow offsets.)
         steps = contiguous_strides(dims, dtype.size) if strides is None else \
@@ -198,6 +211,8 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
 
     def _init_from_host(self, data: Any, dtype: Type | None, shape: Shapelike | None,
                         device: Devicelike, copy: bool) -> None:
+        if isinstance(data, np.ndarray):  # before any copy of (possibly broadcast) data
+            _check_dims(data.shape)
         keep_field_arrays(self, dtype, data)  # struct instances' arrays: their addresses
         data, dtype = struct_host_data(data, dtype)  # lists of struct instances
         try:
@@ -480,120 +495,29 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
             copy_grads(self, src, 0, 0, src.size, None)
 
 
-# ---- constructors ------------------------------------------------------------------------
+def _check_dims(dims: Sequence[int]) -> None:
+    # Kernels index every dimension with 32-bit ints, as Warp's do.
+    for axis, n in enumerate(dims):
+        if n > _MAX_DIM:
+            raise ValueError("Array shapes must not exceed the maximum representable value of a "
+                             f"signed 32-bit integer, got {n} in dimension {axis}")
 
 
-def empty(shape: Shapelike | None = 0, dtype: Any = float, device: Devicelike = None,
-          requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False, *,
-          n: int | None = None, strides: Sequence[int] | None = None) -> array:
-    """A new array with uninitialised contents.
-
-    Args:
-        shape: An int or a tuple of up to 4 ints.
-        dtype: The element type (float32 by default).
-        device: Where to allocate (the current device by default).
-        requires_grad: Also allocate a zero-filled `.grad` (see `kc.Tape`).
-        pinned: Page-locked host memory.
-        retain_grad: See `array.retain_grad`.
-        n: Warp's older spelling of a 1-d `shape`.
-        strides: Byte strides (default: contiguous); the memory spans that layout.
-
-    Returns:
-        The new array.
-    """
-    if n is not None:
-        shape = (n,)
-    return array(shape=0 if shape is None else shape, dtype=dtype, device=device,
-                 strides=strides, requires_grad=requires_grad, pinned=pinned,
-                 retain_grad=retain_grad)
+_MAX_DIM = (1 << 31) - 1
 
 
-def zeros(shape: Shapelike | None = 0, dtype: Any = float, device: Devicelike = None,
-          requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False, *,
-          n: int | None = None, strides: Sequence[int] | None = None) -> array:
-    """A new array of zeros (inside a kernel: a local fixed-size array). Args as `empty`."""
-    result = empty(shape, dtype, device, requires_grad, pinned, retain_grad, n=n,
-                   strides=strides)
-    result.zero_()
-    return result
+# The constructors live in their own module; they are names of this one too.
+from kernelc.runtime.array_factory import (  # noqa: E402
+    clone,
+    empty,
+    empty_like,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
 
-
-zeros._kc_special = "zeros"  # type: ignore[attr-defined]
-
-
-def ones(shape: Shapelike | None = 0, dtype: Any = float, device: Devicelike = None,
-         requires_grad: bool = False, pinned: bool = False, retain_grad: bool = False, *,
-         n: int | None = None, strides: Sequence[int] | None = None) -> array:
-    """A new array of ones. Args as `empty`."""
-    return full(shape, 1, dtype, device, requires_grad, pinned, retain_grad, n=n,
-                strides=strides)
-
-
-def full(shape: Shapelike | None = 0, value: Any = 0, dtype: Any = typing.Any,
-         device: Devicelike = None, requires_grad: bool = False, pinned: bool = False,
-         retain_grad: bool = False, *, n: int | None = None,
-         strides: Sequence[int] | None = None) -> array:
-    """A new array with every element set to `value`; other args as `empty`.
-
-    Args:
-        value: The fill value: a scalar, or a vector/matrix value of the element shape.
-        dtype: The element type; by default inferred from `value` (int -> int32,
-            float -> float32, bool -> bool, NumPy scalars keep their type).
-    """
-    elem = memory.fill_value_dtype(value) if dtype is typing.Any or dtype is None else dtype
-    result = empty(shape, elem, device, requires_grad, pinned, retain_grad, n=n,
-                   strides=strides)
-    result.fill_(value)
-    return result
-
-
-def _like(src: array, device: Devicelike) -> tuple[Device, bool]:
-    src._require_memory("a *_like constructor")
-    return (src.device if device is None else get_device(device)), src.pinned
-
-
-def empty_like(src: array, device: Devicelike = None, requires_grad: bool | None = None,
-               pinned: bool | None = None, retain_grad: bool = False) -> array:
-    """An uninitialised array with the shape and dtype of `src` (on its device by default);
-    with a `.grad` if `requires_grad`, by default if `src` has one (as in Warp)."""
-    dev, src_pinned = _like(src, device)
-    return empty(src.shape, src.dtype, dev,
-                 src.requires_grad if requires_grad is None else requires_grad,
-                 src_pinned if pinned is None else pinned, retain_grad)
-
-
-def zeros_like(src: array, device: Devicelike = None, requires_grad: bool | None = None,
-               pinned: bool | None = None, retain_grad: bool = False) -> array:
-    """An array of zeros with the shape and dtype of `src`."""
-    result = empty_like(src, device, requires_grad, pinned, retain_grad)
-    result.zero_()
-    return result
-
-
-def ones_like(src: array, device: Devicelike = None, requires_grad: bool | None = None,
-              pinned: bool | None = None, retain_grad: bool = False) -> array:
-    """An array of ones with the shape and dtype of `src`."""
-    return full_like(src, 1, device, requires_grad, pinned, retain_grad)
-
-
-def full_like(src: array, value: Any, device: Devicelike = None,
-              requires_grad: bool | None = None, pinned: bool | None = None,
-              retain_grad: bool = False) -> array:
-    """An array with the shape and dtype of `src`, every element set to `value`."""
-    result = empty_like(src, device, requires_grad, pinned, retain_grad)
-    result.fill_(value)
-    return result
-
-
-def clone(src: array, device: Devicelike = None, requires_grad: bool | None = None,
-          pinned: bool | None = None, retain_grad: bool = False) -> array:
-    """A contiguous copy of `src` (on its device by default).
-
-    As in Warp, the copy has a grad if `src` has one (unless `requires_grad=False`), the
-    grad's values are copied too, and an active `kc.Tape` records the copy's adjoint.
-    """
-    result = empty_like(src, device, requires_grad, pinned, retain_grad)
-    memory.copy_array(result, src)
-    if result._grad is not None and src._grad is not None:
-        copy_grads(result, src, 0, 0, src.size, None)
-    return result
+__all__ = ["Devicelike", "array", "clone", "empty", "empty_like", "full", "full_like", "ones",
+           "ones_like", "zeros", "zeros_like"]

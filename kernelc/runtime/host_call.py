@@ -27,7 +27,7 @@ import numpy as np
 
 from kernelc import types as T
 from kernelc.builtins.registry import Builtin, Expansion
-from kernelc.errors import KernelRuntimeError, Loc
+from kernelc.errors import KernelRuntimeError, Loc, WarpCodegenTypeError
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 from kernelc.types_bf16 import from_bits, storage
@@ -105,7 +105,8 @@ class HostFunction:
         try:
             params, result = overload.rule(types, weak)
         except TypeError as err:
-            raise TypeError(f"kernelc.{builtin.name}(): {err}") from None
+            # A TypeError that is also a RuntimeError, the class Warp raises here.
+            raise WarpCodegenTypeError(f"kernelc.{builtin.name}(): {err}") from None
         # The results: none (void), one, or several (a tuple, returned as a Python tuple).
         self.outputs = (result.elements if isinstance(result, T.TupleType)
                         else () if result == T.void else (result,))
@@ -234,11 +235,11 @@ def _to_python(t: T.Type, out: np.ndarray) -> Any:
         if t in (T.float32, T.int32, T.bool_):
             return value.item()
         return T.bfloat16(from_bits(value)) if t == T.bfloat16 else value
-    from kernelc.types_vec import HostValue
+    from kernelc.types_vec import host_class
 
     if t.dtype == T.bfloat16:  # host values hold numbers, memory the bits
         out = from_bits(out)
-    value = out.view(HostValue)
+    value = out.view(host_class(t))
     value._kc_base = t
     return value
 
@@ -292,8 +293,8 @@ def binary(name: str, a: Any, b: Any, reflected: bool, symbol: str | None = None
         filled = _broadcast(name, a, b, types, weak)
         if filled is None:
             detail = str(err).removeprefix(f"kernelc.{name}(): ")
-            raise TypeError(f"unsupported operand types for {symbol}: {types[0]!r} and "
-                            f"{types[1]!r} ({detail})") from None
+            raise WarpCodegenTypeError(f"unsupported operand types for {symbol}: "
+                                       f"{types[0]!r} and {types[1]!r} ({detail})") from None
         a, b = filled
         return host_function(builtin, (_type_of(a), _type_of(b)), (False, False))((a, b))
     return fn((a, b))

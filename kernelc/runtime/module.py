@@ -103,6 +103,11 @@ def register_kernel(kernel: Any) -> None:
     _KERNELS.setdefault(str(kernel.module), weakref.WeakSet()).add(kernel)
 
 
+def registered_kernels() -> list:
+    """Every kernel made so far (and still alive), in every module."""
+    return [k for kernels in list(_KERNELS.values()) for k in list(kernels)]
+
+
 def _kernels_of(module: Any) -> list:
     from kernelc.frontend.decorators import Kernel
 

@@ -320,6 +320,11 @@ def is_cubql_available() -> bool:
     return False
 
 
+def _is_cubql(constructor: Any) -> bool:
+    name = getattr(constructor, "name", constructor)
+    return isinstance(name, str) and name.lower() == "cubql"
+
+
 def check_constructor(constructor: Any) -> bool:
     """Whether a Warp `constructor` name asks for median splits (all others build alike)."""
     if constructor is None:
@@ -392,6 +397,8 @@ class Bvh:
         if self.leaf_size < 1:
             raise ValueError(f"leaf_size must be >= 1, got {leaf_size}")
         self._median = check_constructor(constructor)
+        if groups is not None and _is_cubql(constructor):  # as Warp's cuBQL builder
+            raise RuntimeError("Grouped BVHs are not supported with constructor='cubql'")
         self.device = lowers.device
         self.lowers, self.uppers = lowers, uppers
         self.groups = groups
@@ -404,6 +411,8 @@ class Bvh:
         changes, where a refit would leave loose boxes)."""
         if constructor is not None:
             self._median = check_constructor(constructor)
+            if self.groups is not None and _is_cubql(constructor):
+                raise RuntimeError("Grouped BVHs are not supported with constructor='cubql'")
         lo = self.lowers.numpy().reshape(-1, 3)
         hi = self.uppers.numpy().reshape(-1, 3)
         groups = check_groups(self.groups, len(lo), "box", self.device)

@@ -5,6 +5,10 @@ wraps around, so it covers all of space with `dim_x * dim_y * dim_z` cells) with
 passes of kernels: the cell of every point, a stable sort of (cell, point) pairs, and the
 first and last slot of every cell. Kernels receive `grid.id` (a `uint64`) and iterate with
 `kc.hash_grid_query` / `kc.hash_grid_query_next`.
+
+A build with `groups` (one int32 group id per point, for independent worlds sharing one grid)
+sorts 64-bit keys `cell << 32 | group` instead, so that within a cell each group's points are
+contiguous; a grouped query finds its group's run by binary search.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ class HashGrid:
     Attributes:
         id: The `uint64` to pass to kernels (0 until the grid is built).
         device: The device the grid and the points live on.
-        dtype: `kc.float32` (points are `vec3`) or `kc.float64` (`vec3d`).
+        dtype: `kc.float16` (points are `vec3h`), `kc.float32` (`vec3`) or `kc.float64`
+            (`vec3d`).
         point_ids: After `build`, the original index of the point in each sorted slot.
         cell_starts: After `build`, the first sorted slot of each cell.
         cell_ends: After `build`, one past the last sorted slot of each cell.
@@ -40,14 +45,18 @@ class HashGrid:
         except TypeError:
             raise TypeError("HashGrid dimensions must be integers") from None
         if min(dims) <= 0:
-            raise ValueError(f"HashGrid dimensions must be positive, got {dims}")
+            raise RuntimeError(f"Hash grid dimensions must be positive, got {dims}")
         cells = dims[0] * dims[1] * dims[2]
         if cells > _MAX_CELLS:
-            raise ValueError(f"HashGrid has too many cells: {dims[0]} * {dims[1]} * {dims[2]} "
-                             f"= {cells} > {_MAX_CELLS}")
-        scalar = T.float32 if dtype is None else T.as_type(dtype)
-        if scalar not in (T.float32, T.float64):
-            raise TypeError(f"HashGrid points must be float32 or float64, got {dtype!r}")
+            raise RuntimeError(f"Hash grid cell count exceeds supported limit: {dims[0]} * "
+                               f"{dims[1]} * {dims[2]} = {cells} > {_MAX_CELLS}")
+        try:
+            scalar = T.float32 if dtype is None else T.as_type(dtype)
+        except (TypeError, ValueError):
+            scalar = None
+        if scalar not in (T.float16, T.float32, T.float64):
+            raise TypeError(f"Unsupported dtype {dtype!r} for HashGrid. Supported types: "
+                            "float16, float32, float64")
         self.dim_x, self.dim_y, self.dim_z = dims
         self.dtype = scalar
         self.device = get_device(device)
@@ -57,27 +66,44 @@ class HashGrid:
         self.cell_ends = zeros(cells, dtype=T.int32, device=self.device)
         self._keys: array | None = None  # 2n int32: cells, then sort scratch
         self._values: array | None = None  # 2n int32: point indices, then sort scratch
+        self._group_keys: array | None = None  # 2n uint64: grouped builds' keys and scratch
         self.point_ids: array | None = None
+        self.groups: array | None = None
         from kernelc.spatial.hash_grid_lang import DESCRIPTOR_SIZE
 
         self._descriptor = zeros(DESCRIPTOR_SIZE, dtype=T.uint8, device=self.device)
         self._write_descriptor()
         self.id = self._descriptor.ptr
 
-    def reserve(self, num_points: int) -> None:
-        """Allocates room for `num_points` points, so a later `build` allocates nothing."""
+    def reserve(self, num_points: int, with_groups: bool = False) -> None:
+        """Allocates room for `num_points` points (and, `with_groups`, for grouped builds),
+        so a later `build` of up to that many points allocates nothing. Not during a CPU
+        graph capture (`NotImplementedError`, as in Warp): reserve before it."""
+        from kernelc.runtime.context import get_runtime
+
+        if self.device.is_cpu and get_runtime().extras.get("capture") is not None:
+            raise NotImplementedError("HashGrid.reserve() cannot be called during CPU graph "
+                                      "capture; reserve before capture")
+        self._reserve(num_points, with_groups)
+
+    def _reserve(self, num_points: int, with_groups: bool) -> None:
         n = operator.index(num_points)
         if n < 0:
             raise ValueError("num_points must be >= 0")
         if self._keys is None or self._keys.size < 2 * n:
             self._keys = zeros(2 * max(n, 1), dtype=T.int32, device=self.device)
             self._values = zeros(2 * max(n, 1), dtype=T.int32, device=self.device)
+        if with_groups and (self._group_keys is None or self._group_keys.size < 2 * n):
+            self._group_keys = zeros(2 * max(n, 1), dtype=T.uint64, device=self.device)
 
-    def build(self, points: array, radius: float) -> None:
-        """Rebuilds the grid for `points` (a 1-d array of `vec3`/`vec3d`) with cell width `radius`.
+    def build(self, points: array, radius: float, groups: array | None = None) -> None:
+        """Rebuilds the grid for `points` (an array of `vec3h`/`vec3`/`vec3d`, as the grid's
+        dtype) with cell width `radius`.
 
         Queries find every point whose cell lies in the block of cells overlapping the query
         sphere; for the fewest candidates, build with the radius the queries will use.
+        `groups` (an int32 array, one id per point; any int32 is a valid id) lets
+        `hash_grid_query(grid, p, r, group)` visit only the points of `group`.
         """
         from kernelc.runtime.launch import launch
         from kernelc.spatial import hash_grid_lang as lang
@@ -86,33 +112,44 @@ class HashGrid:
         vec = T.VectorType(3, self.dtype)
         if not isinstance(points, array) or points.dtype != vec:
             got = points.dtype if isinstance(points, array) else type(points).__name__
-            raise TypeError(f"HashGrid points must be an array of {vec!r}, got {got!r}")
-        if points.device != self.device:
-            raise ValueError(f"points are on {points.device}, the HashGrid on {self.device}")
+            raise TypeError(f"Hash grid points should have type {vec!r}, got {got!r}")
         radius = float(radius)
         if not radius > 0.0:
-            raise ValueError(f"HashGrid cell width must be positive, got {radius}")
+            raise ValueError(f"Hash grid cell width must be positive, got {radius}")
+        if points.device != self.device:
+            raise RuntimeError("points must live on the same device as this HashGrid")
+        if groups is not None:
+            _check_groups(groups, points, self.device)
+            groups = groups.flatten() if groups.is_contiguous else groups.contiguous().flatten()
         if points.ndim > 1:
-            points = points.flatten()
+            points = points.flatten() if points.is_contiguous else points.contiguous().flatten()
         n = points.size
-        self.reserve(n)
-        self.num_points, self.cell_width = n, radius
-        np_float = np.float32 if self.dtype == T.float32 else np.float64
-        inv = np_float(1) / np_float(radius)
+        self._reserve(n, groups is not None)
+        self.num_points, self.cell_width, self.groups = n, radius, groups
+        np_float = self.dtype.np_dtype.type
+        inv = np_float(1) / np_float(radius)  # in the grid's precision, as the queries use it
         self.cell_starts.zero_()
         self.cell_ends.zero_()
-        if n:
-            launch(lang.compute_cells, n, [points, inv, self.dim_x, self.dim_y, self.dim_z,
-                                           self._keys, self._values], device=self.device)
+        cells = self.dim_x * self.dim_y * self.dim_z
+        cell_bits = max(1, (cells - 1).bit_length())
+        dims = [self.dim_x, self.dim_y, self.dim_z]
+        if n and groups is None:
+            launch(lang.compute_cells, n, [points, inv, *dims, self._keys, self._values],
+                   device=self.device)
             # Cells are in [0, cells): sorting on their low bits alone is enough.
-            cells = self.dim_x * self.dim_y * self.dim_z
-            radix_sort_pairs(self._keys, self._values, n, end_bit=max(1, (cells - 1).bit_length()))
+            radix_sort_pairs(self._keys, self._values, n, end_bit=cell_bits)
             launch(lang.mark_cells, n, [self._keys, n, self.cell_starts, self.cell_ends],
                    device=self.device)
+        elif n:
+            launch(lang.compute_group_keys, n, [points, inv, groups, *dims, self._group_keys,
+                                                self._values], device=self.device)
+            radix_sort_pairs(self._group_keys, self._values, n, end_bit=32 + cell_bits)
+            launch(lang.mark_group_cells, n, [self._group_keys, n, self.cell_starts,
+                                              self.cell_ends], device=self.device)
         self.point_ids = self._values[:n] if n else None
-        self._write_descriptor(float(inv))
+        self._write_descriptor(inv)
 
-    def _write_descriptor(self, inv: float = 0.0) -> None:
+    def _write_descriptor(self, inv: Any = 0.0) -> None:
         from kernelc.spatial import hash_grid_lang as lang
 
         raw = np.zeros(lang.DESCRIPTOR_SIZE, np.uint8)
@@ -124,8 +161,20 @@ class HashGrid:
         raw[lang.DESCRIPTOR_NUM_POINTS:][:4].view(np.int32)[0] = self.num_points
         raw[lang.DESCRIPTOR_INV_WIDTH_F32:][:4].view(np.float32)[0] = inv
         raw[lang.DESCRIPTOR_INV_WIDTH_F64:][:8].view(np.float64)[0] = inv
+        raw[lang.DESCRIPTOR_INV_WIDTH_F16:][:2].view(np.float16)[0] = inv
+        keys = self._group_keys.ptr if self.groups is not None and self.num_points else 0
+        raw[lang.DESCRIPTOR_POINT_KEYS:][:8].view(np.uint64)[0] = keys
         self._descriptor.assign(raw)
 
     def __repr__(self) -> str:
         return (f"HashGrid({self.dim_x}, {self.dim_y}, {self.dim_z}, device={self.device}, "
                 f"points={self.num_points})")
+
+
+def _check_groups(groups: Any, points: array, device: Any) -> None:
+    if not isinstance(groups, array) or groups.dtype != T.int32:
+        raise RuntimeError("groups should be an array of type kc.int32")
+    if groups.device != device:
+        raise RuntimeError("groups must live on the same device as this HashGrid")
+    if groups.size != points.size:
+        raise RuntimeError("groups must have the same length as points")

@@ -21,12 +21,17 @@ DESCRIPTOR_DIMS = 24  # int32 x 3
 DESCRIPTOR_NUM_POINTS = 36  # int32
 DESCRIPTOR_INV_WIDTH_F32 = 40  # float32: 1 / cell width
 DESCRIPTOR_INV_WIDTH_F64 = 48  # float64: 1 / cell width
-DESCRIPTOR_SIZE = 56
+# uint64: grouped builds: uint64[num_points], the sorted keys (cell << 32 | uint32(group));
+# 0 otherwise
+DESCRIPTOR_POINT_KEYS = 56
+DESCRIPTOR_INV_WIDTH_F16 = 64  # float16: 1 / cell width
+DESCRIPTOR_SIZE = 72
 
 _load_i32 = BUILTINS["_load_int32"]
 _load_u64 = BUILTINS["_load_uint64"]
 _load_f32 = BUILTINS["_load_float32"]
 _load_f64 = BUILTINS["_load_float64"]
+_load_f16 = BUILTINS["_load_float16"]
 
 _INT_MAX_CELL = 2147483646  # cell coordinates saturate one below INT32_MAX
 
@@ -52,6 +57,21 @@ class HashGridQuery:
     z: kc.int32
     cell_index: kc.int32
     cell_end: kc.int32
+    point_keys: kc.uint64  # 0 unless the grid was built with groups
+    group: kc.int32
+    filter_by_group: kc.int32  # 1: only points of `group` (every int32 is a valid group)
+
+
+def _query_of(cls: type, dtype: Any) -> type:
+    # `HashGridQuery[kc.float16]` in annotations, as in Warp: kernelc's query does not depend
+    # on the points' precision, so every precision names the same struct
+    if kc.types.as_type(dtype) not in (kc.float16, kc.float32, kc.float64):
+        raise TypeError(f"Unsupported dtype {dtype!r} for HashGridQuery. Supported types: "
+                        "float16, float32, float64")
+    return cls
+
+
+HashGridQuery.__class_getitem__ = classmethod(_query_of)
 
 
 @kc.func
@@ -85,17 +105,49 @@ def _query_end(start: kc.int32, end: kc.int32, dim: kc.int32) -> kc.int32:
 
 
 @kc.func
+def group_key(cell: kc.int32, group: kc.int32) -> kc.uint64:
+    # the cell in the high bits, the group's bit pattern in the low ones: a cell's points
+    # sort by group, each group's points contiguous
+    return (kc.uint64(cell) << kc.uint64(32)) | kc.uint64(kc.uint32(group))
+
+
+@kc.func
+def _lower_bound(keys: kc.uint64, start: kc.int32, end: kc.int32, key: kc.uint64) -> kc.int32:
+    lo = start
+    hi = end
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if _load_u64(keys, mid) < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@kc.func
 def _set_cell(q: HashGridQuery) -> HashGridQuery:
     cell = cell_index(q.dim_x, q.dim_y, q.dim_z, q.x, q.y, q.z)
-    q.cell_index = _load_i32(q.cell_starts, cell)
-    q.cell_end = _load_i32(q.cell_ends, cell)
+    start = _load_i32(q.cell_starts, cell)
+    end = _load_i32(q.cell_ends, cell)
+    if q.filter_by_group != 0 and q.point_keys != kc.uint64(0):
+        # the group's run of the cell; key + 1 cannot pass the cell's end (group bits wrap
+        # into the next cell, which lies after `end`)
+        key = group_key(cell, q.group)
+        start = _lower_bound(q.point_keys, start, end, key)
+        end = _lower_bound(q.point_keys, start, end, key + kc.uint64(1))
+    q.cell_index = start
+    q.cell_end = end
     return q
 
 
 @kc.func
 def _query_from(grid: kc.uint64, x0: kc.int32, y0: kc.int32, z0: kc.int32, x1: kc.int32,
-                y1: kc.int32, z1: kc.int32) -> HashGridQuery:
+                y1: kc.int32, z1: kc.int32, group: kc.int32, filter_by_group: kc.int32
+                ) -> HashGridQuery:
     q = HashGridQuery()
+    q.point_keys = _load_u64(grid, DESCRIPTOR_POINT_KEYS // 8)
+    q.group = group
+    q.filter_by_group = filter_by_group
     q.point_ids = _load_u64(grid, DESCRIPTOR_POINT_IDS // 8)
     q.cell_starts = _load_u64(grid, DESCRIPTOR_CELL_STARTS // 8)
     q.cell_ends = _load_u64(grid, DESCRIPTOR_CELL_ENDS // 8)
@@ -119,25 +171,35 @@ def _query_from(grid: kc.uint64, x0: kc.int32, y0: kc.int32, z0: kc.int32, x1: k
 
 
 @kc.func
-def query_f32(grid: kc.uint64, pos: kc.vec3f, radius: kc.float32) -> HashGridQuery:
-    inv = _load_f32(grid, DESCRIPTOR_INV_WIDTH_F32 // 4)
+def _query_at(grid: kc.uint64, pos: Any, radius: Any, inv: Any, group: kc.int32,
+              filter_by_group: kc.int32) -> HashGridQuery:
     return _query_from(grid, cell_coord((pos[0] - radius) * inv),
                        cell_coord((pos[1] - radius) * inv),
                        cell_coord((pos[2] - radius) * inv),
                        cell_coord((pos[0] + radius) * inv),
                        cell_coord((pos[1] + radius) * inv),
-                       cell_coord((pos[2] + radius) * inv))
+                       cell_coord((pos[2] + radius) * inv), group, filter_by_group)
 
 
 @kc.func
-def query_f64(grid: kc.uint64, pos: kc.vec3d, radius: kc.float64) -> HashGridQuery:
+def query_f16(grid: kc.uint64, pos: kc.vec3h, radius: kc.float16, group: kc.int32,
+              filter_by_group: kc.int32) -> HashGridQuery:
+    inv = _load_f16(grid, DESCRIPTOR_INV_WIDTH_F16 // 2)
+    return _query_at(grid, pos, radius, inv, group, filter_by_group)
+
+
+@kc.func
+def query_f32(grid: kc.uint64, pos: kc.vec3f, radius: kc.float32, group: kc.int32,
+              filter_by_group: kc.int32) -> HashGridQuery:
+    inv = _load_f32(grid, DESCRIPTOR_INV_WIDTH_F32 // 4)
+    return _query_at(grid, pos, radius, inv, group, filter_by_group)
+
+
+@kc.func
+def query_f64(grid: kc.uint64, pos: kc.vec3d, radius: kc.float64, group: kc.int32,
+              filter_by_group: kc.int32) -> HashGridQuery:
     inv = _load_f64(grid, DESCRIPTOR_INV_WIDTH_F64 // 8)
-    return _query_from(grid, cell_coord((pos[0] - radius) * inv),
-                       cell_coord((pos[1] - radius) * inv),
-                       cell_coord((pos[2] - radius) * inv),
-                       cell_coord((pos[0] + radius) * inv),
-                       cell_coord((pos[1] + radius) * inv),
-                       cell_coord((pos[2] + radius) * inv))
+    return _query_at(grid, pos, radius, inv, group, filter_by_group)
 
 
 @kc.func
@@ -197,6 +259,29 @@ def mark_cells(sorted_cells: kc.array(dtype=kc.int32), n: kc.int32,
         cell_ends[c] = i + 1
 
 
+@kc.kernel
+def compute_group_keys(points: kc.array(dtype=Any), inv: Any, groups: kc.array(dtype=kc.int32),
+                       dim_x: kc.int32, dim_y: kc.int32, dim_z: kc.int32,
+                       keys: kc.array(dtype=kc.uint64), values: kc.array(dtype=kc.int32)):
+    i = kc.tid()
+    p = points[i]
+    cell = cell_index(dim_x, dim_y, dim_z, cell_coord(p[0] * inv), cell_coord(p[1] * inv),
+                      cell_coord(p[2] * inv))
+    keys[i] = group_key(cell, groups[i])
+    values[i] = i
+
+
+@kc.kernel
+def mark_group_cells(sorted_keys: kc.array(dtype=kc.uint64), n: kc.int32,
+                     cell_starts: kc.array(dtype=kc.int32), cell_ends: kc.array(dtype=kc.int32)):
+    i = kc.tid()
+    c = kc.int32(sorted_keys[i] >> kc.uint64(32))
+    if i == 0 or kc.int32(sorted_keys[i - 1] >> kc.uint64(32)) != c:
+        cell_starts[c] = i
+    if i == n - 1 or kc.int32(sorted_keys[i + 1] >> kc.uint64(32)) != c:
+        cell_ends[c] = i + 1
+
+
 # A build is library work: its launches report as TIMING_KERNEL_BUILTIN activities.
-for _kernel in (compute_cells, mark_cells):
+for _kernel in (compute_cells, mark_cells, compute_group_keys, mark_group_cells):
     _kernel.is_builtin = True

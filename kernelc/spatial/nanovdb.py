@@ -9,6 +9,8 @@ child mask and a table whose entries are either a value or the byte offset of a 
 Every structure is aligned to 32 bytes, so where each field lies follows from the size and
 alignment of the value type: `layout()` derives it, for every type with plain values.
 
+Checking that a grid is sound is `nanovdb_validate`'s job.
+
 The `.nvdb` file wraps one or more grids: a 16-byte header (magic, version, grid count,
 codec), 176 bytes of metadata and the name per grid, then the grids, each compressed on
 its own (zlib or blosc, with a uint64 size before each) unless the codec is 0.
@@ -256,114 +258,6 @@ def write_nvdb(buffer: np.ndarray, codec: str = "none") -> bytes:
 
 def _index_bbox(raw: bytes, offset: int, h: GridHeader) -> tuple[int, ...]:
     return _u("6i", raw, offset + GRID_SIZE + h.node_offsets[3])
-
-
-# ---- validation ---------------------------------------------------------------------------
-
-
-def _child_offsets(buf: np.ndarray, begin: int, count: int, size: int, mask_at: int,
-                   table_at: int, entries: int, stride: int) -> np.ndarray:
-    """Byte positions of the children of `count` internal nodes (their child-mask bits)."""
-    if count == 0:
-        return np.zeros(0, np.int64)
-    nodes = buf[begin:begin + count * size].reshape(count, size)
-    masks = np.unpackbits(np.ascontiguousarray(nodes[:, mask_at:mask_at + entries // 8]),
-                          axis=1, bitorder="little").astype(bool)
-    table = nodes[:, table_at:table_at + entries * stride].reshape(count, entries, stride)
-    offsets = np.ascontiguousarray(table[:, :, :8]).view(np.int64)[:, :, 0]
-    starts = begin + np.arange(count, dtype=np.int64)[:, None] * size
-    return (starts + offsets)[masks]
-
-
-def validate(buf: np.ndarray, offset: int = 0) -> GridHeader:
-    """Checks that the grid at `offset` of `buf` (uint8) is one kernels can walk without
-    leaving the buffer; returns its headers. Raises RuntimeError otherwise."""
-    bad = "Invalid NanoVDB grid structure"
-    if buf.size - offset < GRID_SIZE + TREE_SIZE:
-        raise RuntimeError(f"{bad}: {buf.size - offset} bytes is too small for a grid")
-    h = read_header(buf, offset)
-    if h.magic not in (MAGIC_NUMBER, MAGIC_GRID):
-        raise RuntimeError("NanoVDB signature not found on grid")
-    if h.version >> 21 != MAJOR_VERSION:
-        raise RuntimeError(f"unsupported NanoVDB grid version {h.version >> 21}")
-    if not GRID_SIZE + TREE_SIZE <= h.grid_size <= buf.size - offset:
-        raise RuntimeError(f"{bad}: grid size {h.grid_size} does not fit the "
-                           f"{buf.size - offset} bytes given")
-    if h.grid_type not in GRID_TYPES:
-        raise RuntimeError(f"{bad}: unknown grid type {h.grid_type}")
-    if h.blind_count and not (0 < h.blind_offset
-                              and h.blind_offset + h.blind_count * BLIND_METADATA_SIZE
-                              <= h.grid_size):
-        raise RuntimeError(f"{bad}: blind metadata outside the grid")
-    _check_names_and_blind_data(buf, offset, h, bad)
-    lay = layout(h.grid_type)
-    if lay is None:
-        return h  # values kernels cannot read: only the headers are used
-    if not h.flags & FLAG_BREADTH_FIRST:
-        raise RuntimeError("Unsupported NanoVDB tree layout (nodes are not breadth-first)")
-    grid = buf[offset:offset + h.grid_size]
-    tree = GRID_SIZE
-    leaf, lower, upper, root = (tree + o for o in h.node_offsets)
-    n_leaf, n_lower, n_upper = h.node_counts
-    levels = [(root, 1, lay.root_size), (upper, n_upper, lay.upper_size),
-              (lower, n_lower, lay.lower_size), (leaf, n_leaf, lay.leaf_size)]
-    if any(count and not (tree + TREE_SIZE <= start and start + count * size <= h.grid_size)
-           for start, count, size in levels):
-        raise RuntimeError(f"{bad}: nodes outside the grid")
-    tiles = int(_u("I", grid, root + ROOT_TILE_COUNT)[0])
-    tiles_end = root + lay.root_size + tiles * lay.tile_size
-    if tiles_end > h.grid_size:
-        raise RuntimeError(f"{bad}: root table outside the grid")
-    if tiles:
-        table = grid[root + lay.root_size:tiles_end].reshape(tiles, lay.tile_size)
-        child = np.ascontiguousarray(table[:, 8:16]).view(np.int64)[:, 0]
-        _check_children(root + child[child != 0], upper, n_upper, lay.upper_size, bad)
-    stride = lay.table_stride
-    _check_children(_child_offsets(grid, upper, n_upper, lay.upper_size, UPPER_CHILD_MASK,
-                                   lay.upper_table, UPPER_TABLE, stride),
-                    lower, n_lower, lay.lower_size, bad)
-    _check_children(_child_offsets(grid, lower, n_lower, lay.lower_size, LOWER_CHILD_MASK,
-                                   lay.lower_table, LOWER_TABLE, stride),
-                    leaf, n_leaf, lay.leaf_size, bad)
-    return h
-
-
-def _check_names_and_blind_data(buf: np.ndarray, offset: int, h: GridHeader, bad: str) -> None:
-    """The grid's name and every blind array's name end in a NUL within their 256 bytes,
-    and every blind array (feature array) lies in the grid."""
-    if 0 not in buf[offset + GRID_OFF_NAME:offset + GRID_OFF_NAME + NAME_SIZE]:
-        raise RuntimeError(f"{bad}: the grid name is not NUL-terminated")
-    for k in range(h.blind_count):
-        meta = h.blind_offset + k * BLIND_METADATA_SIZE  # from the grid's start
-        data_offset, count, value_size = _u("qQI", buf, offset + meta)
-        start = meta + data_offset
-        if not (0 <= start and start + count * value_size <= h.grid_size):
-            raise RuntimeError(f"{bad}: feature array {k} lies outside the grid")
-        name = buf[offset + meta + 32:offset + meta + 32 + NAME_SIZE]
-        if 0 not in name:
-            raise RuntimeError(f"{bad}: the name of feature array {k} is not NUL-terminated")
-
-
-def _check_children(positions: np.ndarray, begin: int, count: int, size: int, bad: str) -> None:
-    rel = positions - begin
-    if rel.size and ((rel < 0).any() or (rel >= count * size).any() or (rel % size).any()):
-        raise RuntimeError(f"{bad}: a child offset does not point at a node")
-
-
-def split_grids(buf: np.ndarray) -> list[GridHeader]:
-    """Validates each grid of a buffer holding grids back to back (a file's: their sizes
-    are multiples of 32, so each grid is aligned); returns their headers."""
-    headers, offset = [], 0
-    while offset < buf.size:
-        h = validate(buf, offset)
-        if h.grid_size % 32:
-            raise RuntimeError(f"Invalid NanoVDB grid structure: grid size {h.grid_size} "
-                               f"is not a multiple of 32")
-        headers.append(h)
-        offset += h.grid_size
-    if not headers:
-        raise RuntimeError("Invalid NanoVDB grid structure: empty buffer")
-    return headers
 
 
 # ---- inspection ---------------------------------------------------------------------------

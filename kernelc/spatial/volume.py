@@ -21,6 +21,7 @@ from kernelc import types as T
 from kernelc.runtime.array import array, zeros
 from kernelc.runtime.device import get_device
 from kernelc.spatial import nanovdb as nv
+from kernelc.spatial import nanovdb_validate as nvv
 from kernelc.spatial import volume_rebuild as rb
 from kernelc.spatial.nanovdb_build import build_grid
 from kernelc.spatial.volume_grids import (
@@ -31,16 +32,17 @@ from kernelc.spatial.volume_grids import (
     transform_of,
 )
 from kernelc.spatial.volume_root import descriptor
+from kernelc.spatial.voxel_sets import unique_rows
+from kernelc.types_vec import TYPES
 
 __all__ = ["Volume"]
 
-# What `Volume.dtype` reports for each NanoVDB value type (as Warp).
+# What `Volume.dtype` reports for each NanoVDB value type: Warp's named types (`kc.vec3f`).
 _DTYPES = {"float": T.float32, "double": T.float64, "int16": T.int16, "int32": T.int32,
-           "int64": T.int64, "Vec3f": T.VectorType(3, T.float32),
-           "Vec3d": T.VectorType(3, T.float64), "Half": T.float16, "uint32": T.uint32,
-           "bool": T.bool_, "Vec4f": T.VectorType(4, T.float32),
-           "Vec4d": T.VectorType(4, T.float64), "Vec3u8": T.VectorType(3, T.uint8),
-           "Vec3u16": T.VectorType(3, T.uint16), "uint8": T.uint8}
+           "int64": T.int64, "Vec3f": TYPES["vec3f"], "Vec3d": TYPES["vec3d"],
+           "Half": T.float16, "uint32": T.uint32, "bool": T.bool_, "Vec4f": TYPES["vec4f"],
+           "Vec4d": TYPES["vec4d"], "Vec3u8": TYPES["vec3ub"], "Vec3u16": TYPES["vec3us"],
+           "uint8": T.uint8}
 
 
 class Volume:
@@ -119,7 +121,8 @@ class Volume:
                          device=data.device)
         self.device = data.device
         host = data.numpy()
-        self._header = nv.validate(host)
+        self._header = nvv.validate(host)
+        self._features = nvv.feature_infos(host, self._header)
         self._buffer = array(data, copy=True) if copy else data
         self._write_descriptor(host)
 
@@ -139,16 +142,17 @@ class Volume:
     # ---- metadata ------------------------------------------------------------------------
 
     def array(self) -> array:
-        """The grid's buffer, as an array of bytes on the volume's device (a view that keeps
-        the volume's memory alive)."""
+        """The volume's buffer (its grid and any grids after it), as an array of bytes on
+        the volume's device (a view that keeps the volume's memory alive)."""
         self._check()
-        return self._buffer[:self._header.grid_size]
+        if self._capacity is not None:  # storage reserved for rebuilds: the grid in it
+            return self._buffer[:self._header.grid_size]
+        return self._buffer
 
     def get_grid_info(self) -> Volume.GridInfo:
         """The grid's name, size, index and count in its buffer, type and transform."""
         self._check()
         h = nv.read_header(self._host()[:nv.GRID_SIZE + nv.TREE_SIZE])
-        from kernelc.types_vec import TYPES
 
         return Volume.GridInfo(h.name, h.grid_size, h.grid_index, h.grid_count, h.type_str,
                                TYPES["vec3f"](*h.vecf), TYPES["mat33f"](*h.matf))
@@ -226,35 +230,33 @@ class Volume:
         return Volume.ActiveStats(nv.indexable_voxel_count(self._header),
                                   *self._header.node_counts)
 
-    def _padded(self, rows: np.ndarray, count: int) -> np.ndarray:
-        """`rows` followed by zero rows up to `count`: a rebuildable volume reports its
-        capacity's worth of tiles or voxels, as Warp's (whose rows past the current ones
-        are left unset)."""
-        if len(rows) >= count:
-            return rows
-        return np.concatenate([rows, np.zeros((count - len(rows), 3), np.int32)])
-
-    def _out(self, out: array | None, rows: np.ndarray) -> array:
+    def _out(self, out: array | None, rows: np.ndarray, count: int) -> array:
+        """`rows` in a new (count, 3) array or in `out`. A rebuildable volume reports its
+        capacity's worth (`count`) of tiles or voxels, as Warp's: rows past the current ones
+        are zero in a new array and left as they were in `out`."""
         if out is None:
-            return array(rows, dtype=T.int32, device=self.device)
+            padded = np.zeros((max(count, len(rows)), 3), np.int32)
+            padded[:len(rows)] = rows
+            return array(padded, dtype=T.int32, device=self.device)
         vec3i = T.VectorType(3, T.int32)
         shape_ok = (out.ndim == 1 and out.dtype == vec3i) or (
             out.ndim == 2 and out.dtype == T.int32 and out.shape[1] == 3)
-        if not isinstance(out, array) or out.device != self.device or len(out) < len(rows):
-            raise RuntimeError(f"'out' must be an array with at least {len(rows)} rows on "
+        need = max(count, len(rows))
+        if not isinstance(out, array) or out.device != self.device or len(out) < need:
+            raise RuntimeError(f"'out' must be an array with at least {need} rows on "
                                f"device {self.device}")
         if not shape_ok or not out.is_contiguous:
             raise RuntimeError("'out' must be a contiguous 1D array with type vec3i or a 2D "
                                "array of type int32 with shape (N, 3)")
-        flat = array(ptr=out.ptr, dtype=T.int32, shape=(len(rows), 3), device=self.device)
-        flat.assign(rows)
+        if len(rows):
+            flat = array(ptr=out.ptr, dtype=T.int32, shape=(len(rows), 3), device=self.device)
+            flat.assign(np.ascontiguousarray(rows))
         return out
 
     def get_tiles(self, out: array | None = None) -> array:
         """The origins of the tiles, in storage order: an (n, 3) int32 array (or `out`)."""
         self._check()
-        return self._out(out, self._padded(nv.leaf_origins(self._host(), self._header),
-                                           self.get_tile_count()))
+        return self._out(out, nv.leaf_origins(self._host(), self._header), self.get_tile_count())
 
     def get_voxels(self, out: array | None = None) -> array:
         """The coordinates of the indexable voxels, by linear index: (n, 3) int32."""
@@ -265,7 +267,7 @@ class Volume:
         if nv.INDEX_TYPES.get(h.grid_type) == 2:
             coords = coords[nv.active_masks(host, h).reshape(-1)]
         coords = coords[:nv.indexable_voxel_count(h)]
-        return self._out(out, np.ascontiguousarray(self._padded(coords, self.get_voxel_count())))
+        return self._out(out, coords, self.get_voxel_count())
 
     # ---- blind data ----------------------------------------------------------------------
 
@@ -275,21 +277,15 @@ class Volume:
         return self._header.blind_count
 
     def get_feature_array_info(self, feature_index: int) -> Volume.FeatureArrayInfo:
-        """Name, address, value size and count, and type of blind-data array `feature_index`."""
+        """Name, address, value size and count, and type of blind-data array `feature_index`
+        (as validated when the volume was made)."""
         self._check()
-        h = self._header
         index = operator.index(feature_index)
-        if not 0 <= index < h.blind_count:
+        if not 0 <= index < len(self._features):
             raise RuntimeError("Invalid feature array")
-        host = self._host()
-        meta = h.blind_offset + index * nv.BLIND_METADATA_SIZE
-        offset, count, size = nv._u("qQI", host, meta)
-        grid_type = nv._u("I", host, meta + 28)[0]
-        name = bytes(host[meta + 32:meta + 32 + nv.NAME_SIZE]).split(b"\0", 1)[0].decode()
-        if not 0 <= meta + offset <= h.grid_size - count * size:
-            raise RuntimeError("Invalid feature array")
-        return Volume.FeatureArrayInfo(name, self._buffer.ptr + meta + offset, size, count,
-                                       nv.GRID_TYPES.get(grid_type, ("?",))[0])
+        f = self._features[index]
+        return Volume.FeatureArrayInfo(f.name, self._buffer.ptr + f.offset, f.value_size,
+                                       f.value_count, nv.GRID_TYPES.get(f.grid_type, ("?",))[0])
 
     def feature_array(self, feature_index: int, dtype: Any = None) -> array:
         """Blind-data array `feature_index` as an array (of `dtype`, or of its stored type)."""
@@ -315,7 +311,7 @@ class Volume:
         if isinstance(data, np.ndarray):
             data = data.tobytes()
         grids = np.frombuffer(nv.read_nvdb(bytes(data)), np.uint8)
-        nv.split_grids(grids)  # every grid of the buffer, before anything is allocated
+        nvv.split_grids(grids)  # every grid of the buffer, before anything is allocated
         return cls(array(grids, dtype=T.uint8, device=device), copy=False)
 
     def save_to_nvdb(self, path: Any, codec: str = "none") -> Any:
@@ -325,7 +321,7 @@ class Volume:
         if self._header.grid_index > 0:
             raise RuntimeError("Saving of aliased Volumes is not supported. Use `save_to_nvdb` "
                                "on the original volume, before any `load_next_grid` calls.")
-        blob = nv.write_nvdb(self._buffer.numpy(), codec)
+        blob = nv.write_nvdb(self.array().numpy(), codec)
         with open(path, "wb") as f:
             f.write(blob)
         return path
@@ -370,7 +366,7 @@ class Volume:
                                   allow_empty=capacity is not None)
         if capacity is None:
             if spec.kind == "voxels":
-                coords = np.unique(coords, axis=0)
+                coords = unique_rows(coords)
             return cls(array(rb.host_grid(spec, coords), dtype=T.uint8, device=device),
                        copy=False)
         status = rb.checked_status(status, device)
@@ -394,13 +390,14 @@ class Volume:
     def _grid_within_capacity(self, coords: np.ndarray) -> tuple[np.ndarray | None, int]:
         """(the host grid of `coords`, SUCCESS), or (None, the overflow flags)."""
         if self._spec.kind == "voxels":
-            coords = np.unique(coords, axis=0)
+            coords = unique_rows(coords)
         flags = rb.overflow(rb.topology_counts(coords, self._spec.kind), self._capacity)
         return (None, flags) if flags else (rb.host_grid(self._spec, coords), rb.SUCCESS)
 
     def _install(self, grid: np.ndarray) -> None:
         """Copies a host grid and its descriptor into the reserved storage (same id)."""
-        self._header = nv.validate(grid)
+        self._header = nvv.validate(grid)
+        self._features = nvv.feature_infos(grid, self._header)
         self._buffer[:len(grid)].assign(grid)
         raw = descriptor(grid, self._header, self._buffer.ptr)
         self._descriptor[:len(raw)].assign(raw)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 import kernelc as kc
+from kernelc.autodiff.custom import adjoint, func_grad
 from kernelc.builtins import BUILTINS
 from kernelc.spatial.volume_root import (  # noqa: F401
     DESCRIPTOR_BACKGROUND,
@@ -422,9 +423,20 @@ def _grid(volume: kc.uint64) -> kc.uint64:
 
 
 @kc.func
+def _linear_f(volume: kc.uint64, at: kc.int32, v: kc.vec3f) -> kc.vec3f:
+    return _map_f(_grid(volume), at, v)
+
+
+@func_grad(_linear_f)
+def _linear_f_grad(volume: kc.uint64, at: kc.int32, v: kc.vec3f, adj_ret: kc.vec3f):
+    # Warp's float32 transforms pass the adjoint through the map itself, not through its
+    # transpose (the float64 ones use the transpose); kept so that gradients agree
+    adjoint[v] += _map_f(_grid(volume), at, adj_ret)
+
+
+@kc.func
 def index_to_world(volume: kc.uint64, uvw: kc.vec3f) -> kc.vec3f:
-    grid = _grid(volume)
-    return _map_f(grid, _MATF, uvw) + _translation_f(grid)
+    return _linear_f(volume, _MATF, uvw) + _translation_f(_grid(volume))
 
 
 @kc.func
@@ -435,8 +447,7 @@ def index_to_world(volume: kc.uint64, uvw: kc.vec3d) -> kc.vec3d:  # noqa: F811
 
 @kc.func
 def world_to_index(volume: kc.uint64, xyz: kc.vec3f) -> kc.vec3f:
-    grid = _grid(volume)
-    return _map_f(grid, _INVMATF, xyz - _translation_f(grid))
+    return _linear_f(volume, _INVMATF, xyz - _translation_f(_grid(volume)))
 
 
 @kc.func
@@ -447,7 +458,7 @@ def world_to_index(volume: kc.uint64, xyz: kc.vec3d) -> kc.vec3d:  # noqa: F811
 
 @kc.func
 def index_to_world_dir(volume: kc.uint64, uvw: kc.vec3f) -> kc.vec3f:
-    return _map_f(_grid(volume), _MATF, uvw)
+    return _linear_f(volume, _MATF, uvw)
 
 
 @kc.func
@@ -457,7 +468,7 @@ def index_to_world_dir(volume: kc.uint64, uvw: kc.vec3d) -> kc.vec3d:  # noqa: F
 
 @kc.func
 def world_to_index_dir(volume: kc.uint64, xyz: kc.vec3f) -> kc.vec3f:
-    return _map_f(_grid(volume), _INVMATF, xyz)
+    return _linear_f(volume, _INVMATF, xyz)
 
 
 @kc.func

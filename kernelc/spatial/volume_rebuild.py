@@ -18,6 +18,7 @@ import numpy as np
 from kernelc import types as T
 from kernelc.spatial import nanovdb as nv
 from kernelc.spatial import volume_root
+from kernelc.spatial.voxel_sets import unique_rows
 
 SUCCESS = 0
 LEAF_CAPACITY_EXCEEDED = 1 << 0
@@ -44,13 +45,13 @@ def host_grid(spec: Spec, coords: np.ndarray) -> np.ndarray:
 
     # No coordinates give an empty grid (the background everywhere).
     if spec.kind == "voxels":
-        origins, leaf_of = np.unique(coords & np.int32(~7), axis=0, return_inverse=True)
+        origins, leaf_of = unique_rows(coords & np.int32(~7), return_inverse=True)
         active = np.zeros((len(origins), nv.LEAF_TABLE), bool)
         local = coords & 7
         active[leaf_of.reshape(-1), (local[:, 0] << 6) | (local[:, 1] << 3) | local[:, 2]] = True
         values = None
     else:
-        origins = np.unique(coords & np.int32(~7), axis=0)
+        origins = unique_rows(coords & np.int32(~7))
         active = np.ones((len(origins), nv.LEAF_TABLE), bool)
         values = None if spec.grid_type in nv.INDEX_TYPES else np.tile(
             np.frombuffer(spec.background, np.uint8), (len(origins), nv.LEAF_TABLE))
@@ -135,10 +136,10 @@ def overflow(counts: tuple[int, int, int, int], capacity: Capacity) -> int:
 def topology_counts(coords: np.ndarray, kind: str) -> tuple[int, int, int, int]:
     """(voxels, leaves, lower nodes, upper nodes) of the grid the voxel coordinates
     `coords` ((n, 3) int32, unique for "voxels") would make."""
-    leaves = len(np.unique(coords >> 3, axis=0))
+    leaves = len(unique_rows(coords >> 3))
     voxels = len(coords) if kind == "voxels" else leaves * nv.LEAF_TABLE
-    return (voxels, leaves, len(np.unique(coords >> 7, axis=0)),
-            len(np.unique(coords >> 12, axis=0)))
+    return (voxels, leaves, len(unique_rows(coords >> 7)),
+            len(unique_rows(coords >> 12)))
 
 
 def checked_status(status: Any, device: Any) -> Any:

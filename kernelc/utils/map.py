@@ -16,6 +16,7 @@ import numpy as np
 from kernelc import types as T
 from kernelc.frontend.decorators import Kernel
 from kernelc.runtime.array import array
+from kernelc.types_query import type_repr
 from kernelc.utils.map_func import map_target
 from kernelc.utils.map_kernel import InputKind, map_cache, map_kernel, result_types
 
@@ -57,7 +58,7 @@ def map(func: Callable, *inputs: Any, out: array | Sequence[array] | None = None
     target = map_target(func, len(inputs), cache.funcs)
     arrays = [x for x in inputs if isinstance(x, array)]
     if not arrays:
-        raise ValueError("kc.map needs at least one kc.array among its inputs")
+        raise ValueError("map requires at least one kc.array input")
     shape = broadcast_shapes([a.shape for a in arrays])
     arg_types = tuple(_element_type(x, target.arg_names[i]) for i, x in enumerate(inputs))
     results = result_types(target, arg_types, cache)
@@ -95,7 +96,7 @@ def broadcast_shapes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
         for k, size in enumerate(shorter):
             here = merged[offset + k]
             if size != here and 1 not in (size, here):
-                raise ValueError(f"kc.map: shapes {result} and {shape} are not broadcastable")
+                raise ValueError(f"Shapes {result} and {shape} are not broadcastable")
             merged[offset + k] = here if size == 1 else size
         result = tuple(merged)
     return result
@@ -135,22 +136,23 @@ def _outputs(out: Any, results: tuple[T.Type, ...], shape: tuple[int, ...], devi
                       requires_grad=wants_grad and _differentiable(t)) for t in results]
     given = list(out) if isinstance(out, (list, tuple)) else [out]
     if not isinstance(out, (list, tuple)) and len(results) > 1:
-        raise TypeError(f"kc.map: the function returns {len(results)} values; pass out as a "
-                        f"list of {len(results)} arrays of shape {shape} and dtypes "
-                        f"({', '.join(repr(t) for t in results)})")
+        names = ", ".join(type_repr(t) for t in results)
+        raise TypeError(f"Invalid output provided, expected {len(results)} kernelc arrays with "
+                        f"shape {shape} and dtypes ({names})")
     if len(given) != len(results):
-        raise TypeError(f"kc.map: {len(given)} output arrays given for the function's "
-                        f"{len(results)} results")
+        raise TypeError(f"Number of provided output arrays ({len(given)}) does not match "
+                        f"expected number of function outputs ({len(results)})")
     for k, (o, t) in enumerate(zip(given, results)):
-        which = "output array" if len(results) == 1 else f"output array {k}"
+        # Warp's wording: "Output array" for one result, "Output array k" for several
+        which = "Output array" if len(results) == 1 else f"Output array {k}"
         if not isinstance(o, array):
-            raise TypeError(f"kc.map: {which} must be a kc.array, got {type(o).__name__}")
+            raise TypeError(f"{which} must be a kc.array, got {type(o).__name__}")
         if o.dtype != t:
-            raise TypeError(f"kc.map: {which} has dtype {o.dtype!r}, the function returns "
-                            f"{t!r}")
+            raise TypeError(f"{which} dtype {type_repr(o.dtype)} does not match expected "
+                            f"dtype {type_repr(t)}")
         if tuple(o.shape) != shape:
-            raise TypeError(f"kc.map: {which} has shape {tuple(o.shape)}, the inputs "
-                            f"broadcast to {shape}")
+            raise TypeError(f"{which} shape {tuple(o.shape)} does not match expected shape "
+                            f"{shape}")
     return given
 
 

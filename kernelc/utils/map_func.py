@@ -98,9 +98,8 @@ def _func_arg_names(func: Func, nargs: int) -> tuple[str, ...]:
         if required <= nargs <= len(names):
             return names[:nargs]
     counts = sorted({len(v.arg_names) for v in func.variants})
-    raise TypeError(f"kc.map: the number of inputs ({nargs}) does not match the number of "
-                    f"arguments of func '{func.__name__}' "
-                    f"({' or '.join(str(c) for c in counts)})")
+    raise TypeError(f"Number of input arguments ({nargs}) does not match expected number of "
+                    f"function arguments ({' or '.join(str(c) for c in counts)})")
 
 
 # ---- Python functions and lambdas --------------------------------------------------------

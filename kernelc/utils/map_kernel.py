@@ -86,7 +86,7 @@ def _probe(target: MapTarget, arg_types: tuple[T.Type, ...]) -> tuple[T.Type, ..
                               f"({got}): {err.message}") from None
         lowered = None
     if lowered is None or not lowered.return_types:
-        raise TypeError(f"kc.map: {target.name} must return a value")
+        raise TypeError("The provided function must return a value")
     return tuple(lowered.return_types)
 
 
