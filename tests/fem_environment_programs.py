@@ -157,3 +157,51 @@ def mesh_results() -> dict:
                                 env_indices=wp.array([1, 0], dtype=int))
         out[f"{kind}.pic"] = pic.cell_particle_indices.numpy()
     return out
+
+
+@fem.integrand
+def _grid_lookups(s: fem.Sample, domain: fem.Domain, env_count: int,
+                  cells: wp.array(dtype=int), envs: wp.array(dtype=int),
+                  other: wp.array(dtype=int), guessed: wp.array(dtype=int)):
+    env = fem.environment_index(domain, s)
+    envs[s.qp_index] = env
+    cells[s.qp_index] = fem.lookup(domain, domain(s), env).element_index
+    other[s.qp_index] = fem.lookup(domain, domain(s), 0.5, (env + 1) % env_count).element_index
+    guessed[s.qp_index] = fem.lookup(domain, domain(s), s).element_index
+
+
+def grid_results() -> dict:
+    """Dense grids of several environments (Warp's `Grid2D(..., env_count=N)`)."""
+    out = {}
+    for name, geo in (("grid2d", fem.Grid2D(res=wp.vec2i(2, 3), env_count=3)),
+                      ("grid3d", fem.Grid3D(res=wp.vec3i(2, 1, 2), env_count=2))):
+        count = geo.environment_count()
+        out[f"{name}.counts"] = np.array([geo.cell_count(), geo.vertex_count(),
+                                          geo.side_count(), geo.boundary_side_count()])
+        cells = fem.RegularQuadrature(fem.Cells(geo), order=1)
+        flat(f"{name}.lookup", _points(geo, cells, _grid_lookups,
+                                       ("cells", "envs", "other", "guessed"),
+                                       {"env_count": count}), out)
+        for label, domain in (("sides", fem.Sides(geo)), ("boundary", fem.BoundarySides(geo))):
+            flat(f"{name}.{label}", _points(geo, fem.RegularQuadrature(domain, order=1),
+                                            _side_cells, ("envs", "inner", "outer")), out)
+        spaces = [("q1", {"degree": 1}), ("q2", {"degree": 2}),
+                  ("p0", {"degree": 0, "discontinuous": True})]
+        if geo.dimension == 2:
+            spaces.append(("open", {"degree": 2, "family": fem.Polynomial.EQUISPACED_OPEN}))
+        for label, kwargs in spaces:
+            space = fem.make_polynomial_space(geo, **kwargs)
+            out[f"{name}.{label}.nodes"] = space.topology.element_node_indices().numpy()
+            if label == "q1":
+                part = fem.make_space_partition(space_topology=space.topology,
+                                                environment_first=True)
+                out[f"{name}.partition.offsets"] = part.env_offsets.numpy()
+                out[f"{name}.partition.nodes"] = part.space_node_indices().numpy()
+        rng = np.random.default_rng(5)
+        positions = rng.uniform(0.0, 1.0, size=(12, geo.dimension)).astype(np.float32)
+        vec = wp.vec2 if geo.dimension == 2 else wp.vec3
+        pic = fem.PicQuadrature(fem.Cells(geo), positions=wp.array(positions, dtype=vec),
+                                env_indices=wp.array(np.arange(12) % count, dtype=int))
+        out[f"{name}.pic.offsets"] = pic.cell_particle_offsets.numpy()
+        out[f"{name}.pic.particles"] = pic.cell_particle_indices.numpy()
+    return out

@@ -186,6 +186,36 @@ def test_meshes_of_two_environments(kind):
     assert geo.environment_count() == 2 and "_env" in geo.name
 
 
+def test_dense_grids_of_several_environments():
+    out = P.grid_results()
+    # Warp's counts: each environment a copy of the grid
+    np.testing.assert_array_equal(out["grid2d.counts"], 3 * np.array([6, 12, 17, 10]))
+    np.testing.assert_array_equal(out["grid3d.counts"], 2 * np.array([4, 18, 20, 16]))
+    for name, cells in (("grid2d", 6), ("grid3d", 4)):
+        envs = out[f"{name}.lookup.envs"]
+        count = envs.max() + 1
+        np.testing.assert_array_equal(envs, np.arange(len(envs)) // cells)
+        np.testing.assert_array_equal(out[f"{name}.lookup.cells"], np.arange(len(envs)))
+        np.testing.assert_array_equal(out[f"{name}.lookup.guessed"], np.arange(len(envs)))
+        # the same place in the next environment
+        np.testing.assert_array_equal(out[f"{name}.lookup.other"],
+                                      (np.arange(len(envs)) + cells) % (count * cells))
+        for label in ("sides", "boundary"):
+            np.testing.assert_array_equal(out[f"{name}.{label}.inner"] // cells,
+                                          out[f"{name}.{label}.envs"])
+            np.testing.assert_array_equal(out[f"{name}.{label}.outer"] // cells,
+                                          out[f"{name}.{label}.envs"])
+        nodes = out[f"{name}.q2.nodes"]
+        per_env = (nodes.max() + 1) // count
+        assert np.all(nodes // per_env == (np.arange(len(nodes)) // cells)[:, None])
+        np.testing.assert_array_equal(out[f"{name}.partition.offsets"],
+                                      np.arange(count + 1) * (out[f"{name}.q1.nodes"].max() + 1)
+                                      // count)
+    with pytest.raises(NotImplementedError, match="several environments"):
+        fem.make_polynomial_space(fem.Grid2D(res=kc.vec2i(2), env_count=2), degree=1,
+                                  element_basis=fem.ElementBasis.RAVIART_THOMAS, dtype=kc.vec2)
+
+
 def test_mesh_environment_errors():
     positions = kc.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=kc.vec3)
     cells = kc.array([[0, 1, 2]], dtype=int)
@@ -197,8 +227,8 @@ def test_mesh_environment_errors():
         fem.Trimesh3D(cells, positions, cell_env=kc.zeros(2, dtype=kc.int32), env_count=2)
     with pytest.raises(ValueError, match="greater than one"):
         fem.Trimesh3D(cells, positions, env_count=2)
-    with pytest.raises(NotImplementedError, match="Nanogrid.from_environment_voxels"):
-        fem.Grid2D(res=kc.vec2i(2), env_count=2)
+    with pytest.raises(ValueError, match="at least one"):
+        fem.Grid2D(res=kc.vec2i(2), env_count=0)
     # an environment with no cell: no cell found, no particle binned
     geo = fem.Trimesh3D(cells, positions, cell_env=kc.zeros(1, dtype=kc.int32), env_count=2)
     pic = fem.PicQuadrature(fem.Cells(geo), positions=kc.array([[0.25, 0.25, 0.0]],
@@ -238,6 +268,7 @@ import fem_environment_programs_warp as P
 results.update(P.nanogrid_results())
 results.update(P.adaptive_results())
 results.update(P.mesh_results())
+results.update(P.grid_results())
 """
 
 _CUDA_CHECK = "        if not device.is_cuda:"
@@ -268,7 +299,8 @@ def warp_run(tmp_path_factory):
 
 
 def test_programs_match_warp(warp_run):
-    got = {**P.nanogrid_results(), **P.adaptive_results(), **P.mesh_results()}
+    got = {**P.nanogrid_results(), **P.adaptive_results(), **P.mesh_results(),
+           **P.grid_results()}
     want = dict(warp_run.results())
     want = {k: v for k, v in want.items() if k in got}
     # Warp's particle arrays also hold the particles found in no cell, at their end

@@ -14,7 +14,6 @@ import numpy as np
 import kernelc as kc
 from kernelc.fem.element import Element
 from kernelc.fem.geometry import Geometry
-from kernelc.fem.lookup import grid_cell_lookup
 from kernelc.fem.partition import GeometryPartition, partition_elements
 from kernelc.fem.types import ElementKind, sample_type
 
@@ -104,8 +103,7 @@ class Cells(GeometryDomain):
         self.element_measure = g.cell_measure
         self.element_measure_ratio = _unit_ratio(g.scalar_type)
         self.element_normal = g.cell_normal
-        self.element_lookup = (grid_cell_lookup(g.dimension, g.scalar_type, g.CellArg)
-                               if hasattr(g, "res") else g.cell_lookup)
+        self.element_lookup = getattr(g, "cell_lookup", None)
 
     def reference_element(self) -> Element:
         return self.geometry.reference_cell()

@@ -322,17 +322,19 @@ def _simplex_closest(geo: Any, side: bool) -> Any:
 
 
 def _grid_cell(dimension: int) -> Any:
-    """(res, cell index) -> the cell's integer position, as a real vector."""
+    """(res, cell index) -> the cell's integer position in its environment."""
     if dimension == 2:
         @kc.func
-        def cell_xy(res: Any, cell: int):
+        def cell_xy(res: Any, global_cell: int):
+            cell = global_cell % (res[0] * res[1])
             x = cell // res[1]
             return x, cell - res[1] * x
 
         return cell_xy
 
     @kc.func
-    def cell_xyz(res: Any, cell: int):
+    def cell_xyz(res: Any, global_cell: int):
+        cell = global_cell % (res[0] * res[1] * res[2])
         x = cell // (res[1] * res[2])
         y = (cell - res[1] * res[2] * x) // res[2]
         return x, y, cell - res[1] * res[2] * x - res[2] * y

@@ -90,6 +90,14 @@ class Geometry:
         environment."""
         return None
 
+    def host_cell_environments(self) -> np.ndarray:
+        """The environment of each cell, as a NumPy int array."""
+        cell_env = self.cell_env
+        if cell_env is None:
+            return np.arange(self.cell_count()) * self.environment_count() // max(
+                self.cell_count(), 1)  # environments of equal sizes, one after the other
+        return np.asarray(cell_env.numpy(), dtype=np.int64)[: self.cell_count()]
+
     def cell_count(self) -> int:
         """Number of cells."""
         raise NotImplementedError
@@ -154,12 +162,9 @@ class Geometry:
         raise NotImplementedError
 
 
-def check_single_environment(kind: str, env_count: Any) -> None:
-    """Raises for a dense grid of several environments, which kernelc does not build."""
-    if env_count is None or int(env_count) == 1:
-        return
-    if int(env_count) < 1:
+def check_environment_count(env_count: Any) -> int:
+    """An environment count (None: 1), checked."""
+    count = 1 if env_count is None else int(env_count)
+    if count < 1:
         raise ValueError("Environment count must be at least one")
-    raise NotImplementedError(f"{kind}(env_count={env_count}): dense grids of several "
-                              "environments are not supported by kernelc; build a sparse grid "
-                              "of environments with fem.Nanogrid.from_environment_voxels")
+    return count

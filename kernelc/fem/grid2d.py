@@ -19,7 +19,7 @@ import numpy as np
 
 import kernelc as kc
 from kernelc.fem.element import Element
-from kernelc.fem.geometry import Geometry, check_single_environment
+from kernelc.fem.geometry import Geometry, check_environment_count
 from kernelc.fem.types import OUTSIDE, coords_type, vec_type
 
 
@@ -31,8 +31,9 @@ class Grid2D(Geometry):
         bounds_lo: Position of the lower corner (default (0, 0)).
         bounds_hi: Position of the upper corner (default (1, 1)).
         scalar_type: `kc.float32` or `kc.float64` positions.
-        env_count: Warp's copies of the grid as separate environments; kernelc grids have
-            one (sparse grids have several: `Nanogrid.from_environment_voxels`).
+        env_count: Number of copies of the grid, each an environment of its own (Warp's
+            numbering: cells, vertices, sides and boundary sides environment after
+            environment).
     """
 
     dimension = 2
@@ -40,7 +41,7 @@ class Grid2D(Geometry):
     def __init__(self, res: Any, bounds_lo: Any = None, bounds_hi: Any = None,
                  scalar_type: Any = kc.float32, env_count: int = 1) -> None:
         super().__init__(scalar_type)
-        check_single_environment(type(self).__name__, env_count)
+        self._env_count = check_environment_count(env_count)
         vec2 = vec_type(2, scalar_type)
         self._res = kc.vec2i(int(res[0]), int(res[1]))
         lo = (0.0, 0.0) if bounds_lo is None else (float(bounds_lo[0]), float(bounds_lo[1]))
@@ -54,7 +55,9 @@ class Grid2D(Geometry):
         self.cell_size = vec2(float(extents[0]) / self._res[0], float(extents[1]) / self._res[1])
         funcs = _grid2d_funcs(scalar_type)
         self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
-        for name in self.CELL_FUNCS + self.SIDE_FUNCS + ("boundary_side_index", "get_cell"):
+        for name in self.CELL_FUNCS + self.SIDE_FUNCS + (
+                "boundary_side_index", "get_cell", "cell_environment_index",
+                "side_environment_index"):
             setattr(self, name, getattr(funcs, name))
         self._args: dict[Any, Any] = {}
 
@@ -68,17 +71,36 @@ class Grid2D(Geometry):
         """Position of the lower corner."""
         return self.bounds_lo
 
-    def cell_count(self) -> int:
+    @property
+    def cell_lookup(self) -> Any:
+        """The `cell_lookup` overloads (`lookup.py`): with several environments, those
+        taking an environment index."""
+        from kernelc.fem.lookup import grid_cell_lookup
+
+        return grid_cell_lookup(2, self.scalar_type, self.CellArg, self._env_count > 1)
+
+    def environment_count(self) -> int:
+        return self._env_count
+
+    def _cells(self) -> int:
+        """Cells of one environment."""
         return int(self._res[0] * self._res[1])
 
+    def _sides(self) -> int:
+        """Sides of one environment."""
+        return 2 * self._cells() + int(self._res[0] + self._res[1])
+
+    def cell_count(self) -> int:
+        return self._env_count * self._cells()
+
     def vertex_count(self) -> int:
-        return int((self._res[0] + 1) * (self._res[1] + 1))
+        return self._env_count * int((self._res[0] + 1) * (self._res[1] + 1))
 
     def side_count(self) -> int:
-        return 2 * self.cell_count() + int(self._res[0] + self._res[1])
+        return self._env_count * self._sides()
 
     def boundary_side_count(self) -> int:
-        return 2 * int(self._res[0] + self._res[1])
+        return self._env_count * 2 * int(self._res[0] + self._res[1])
 
     def reference_cell(self) -> Element:
         return Element.SQUARE
@@ -93,6 +115,7 @@ class Grid2D(Geometry):
             arg.res = self._res
             arg.cell_size = self.cell_size
             arg.origin = self.bounds_lo
+            arg.env_count = self._env_count
             self._args[key] = arg
         return self._args[key]
 
@@ -101,7 +124,7 @@ class Grid2D(Geometry):
         if key not in self._args:
             arg = self.SideArg()
             arg.cell_arg = self.cell_arg_value(device)
-            arg.cell_count = self.cell_count()
+            arg.cell_count = self._cells()  # of one environment
             arg.axis_offsets = kc.vec2i(0, int(self._res[1]))
             self._args[key] = arg
         return self._args[key]
@@ -109,7 +132,8 @@ class Grid2D(Geometry):
     def host_cell_positions(self, coords: np.ndarray) -> np.ndarray:
         """(cells, points, dimension) world positions of cell coordinates `coords`, float64."""
         res = tuple(int(r) for r in self._res)
-        cell_xyz = np.stack(np.unravel_index(np.arange(self.cell_count()), res), axis=1)
+        cell_xyz = np.stack(np.unravel_index(np.arange(self.cell_count()) % self._cells(),
+                                             res), axis=1)
         size = np.array([float(c) for c in self.cell_size], dtype=np.float64)
         lo = np.array([float(c) for c in self.bounds_lo], dtype=np.float64)
         local = cell_xyz[:, None, :] + np.asarray(coords, dtype=np.float64)[None, :, :len(res)]
@@ -120,7 +144,7 @@ class Grid2D(Geometry):
     def _side_index(self, axis: np.ndarray, altitude: np.ndarray,
                     longitude: np.ndarray) -> np.ndarray:
         res = np.array([int(self._res[0]), int(self._res[1])])
-        cells = self.cell_count()
+        cells = self._cells()
         top = altitude == res[axis]
         offsets = np.where(axis == 0, 0, res[1])
         # A low side (axis 0 at x = i or axis 1 at y = j) is numbered after its cell.
@@ -131,16 +155,17 @@ class Grid2D(Geometry):
 
     def boundary_side_indices(self) -> np.ndarray:
         res = np.array([int(self._res[0]), int(self._res[1])])
-        b = np.arange(self.boundary_side_count())
+        b = np.arange(self.boundary_side_count() // self._env_count)
         along, border = b // 2, b % 2
         axis = (along >= res[1]).astype(np.int64)
         longitude = along - np.where(axis == 0, 0, res[1])
-        return self._side_index(axis, border * res[axis], longitude)
+        local = self._side_index(axis, border * res[axis], longitude)
+        return _tile(local, self._env_count, self._sides())
 
     def _decode_sides(self, sides: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         res = np.array([int(self._res[0]), int(self._res[1])])
-        cells = self.cell_count()
-        sides = np.asarray(sides, dtype=np.int64)
+        cells = self._cells()
+        sides = np.asarray(sides, dtype=np.int64) % self._sides()
         low = sides < 2 * cells
         axis_low = sides // cells
         c = sides - axis_low * cells
@@ -159,10 +184,12 @@ class Grid2D(Geometry):
         inner_alt = np.where(altitude == 0, 0, altitude - 1)
         outer_alt = np.where(altitude == res[axis], res[axis] - 1, altitude)
 
+        first = np.asarray(sides, dtype=np.int64) // self._sides() * self._cells()
+
         def cell(alt: np.ndarray) -> np.ndarray:
             cx = np.where(axis == 0, alt, longitude)
             cy = np.where(axis == 0, longitude, alt)
-            return (cx * res[1] + cy).astype(np.int32)
+            return (first + cx * res[1] + cy).astype(np.int32)
 
         return cell(inner_alt), cell(outer_alt)
 
@@ -175,14 +202,21 @@ def _grid2d_funcs(scalar: Any) -> SimpleNamespace:
     suffix = "" if scalar == kc.float32 else "_f64"
 
     CellArg = kc.struct(type(f"Grid2DCellArg{suffix}", (), {"__annotations__": {
-        "res": kc.vec2i, "cell_size": vec2, "origin": vec2}}))
+        "res": kc.vec2i, "cell_size": vec2, "origin": vec2, "env_count": int}}))
     SideArg = kc.struct(type(f"Grid2DSideArg{suffix}", (), {"__annotations__": {
         "cell_count": int, "axis_offsets": kc.vec2i, "cell_arg": CellArg}}))
 
     @kc.func
     def get_cell(res: kc.vec2i, cell_index: int):
-        x = cell_index // res[1]
-        return kc.vec2i(x, cell_index - res[1] * x)
+        # the cell's place in its environment
+        local = cell_index % (res[0] * res[1])
+        x = local // res[1]
+        return kc.vec2i(x, local - res[1] * x)
+
+    @kc.func
+    def env_sides(arg: SideArg):
+        # sides of one environment
+        return 2 * arg.cell_count + arg.cell_arg.res[0] + arg.cell_arg.res[1]
 
     @kc.func
     def orient_vec(axis: int, v: vec2):
@@ -193,8 +227,9 @@ def _grid2d_funcs(scalar: Any) -> SimpleNamespace:
         return kc.where(axis == 0, v, kc.vec2i(v[1], v[0]))
 
     @kc.func
-    def get_side(arg: SideArg, side_index: int):
-        # (axis, (altitude, longitude)) of a side
+    def get_side(arg: SideArg, global_side: int):
+        # (axis, (altitude, longitude)) of a side, in its environment
+        side_index = global_side % env_sides(arg)
         res = arg.cell_arg.res
         if side_index < 2 * arg.cell_count:
             axis = side_index // arg.cell_count
@@ -218,13 +253,16 @@ def _grid2d_funcs(scalar: Any) -> SimpleNamespace:
         return axis * arg.cell_count + cell[0] * res[1] + cell[1]
 
     @kc.func
-    def boundary_side_index(arg: SideArg, boundary_index: int):
+    def boundary_side_index(arg: SideArg, global_boundary: int):
         res = arg.cell_arg.res
+        per_env = 2 * (res[0] + res[1])
+        env = global_boundary // per_env
+        boundary_index = global_boundary - env * per_env
         along = boundary_index // 2
         border = boundary_index - 2 * along
         axis = kc.where(along < arg.axis_offsets[1], 0, 1)
-        return side_index_of(arg, axis, kc.vec2i(border * res[axis],
-                                                 along - arg.axis_offsets[axis]))
+        return env * env_sides(arg) + side_index_of(
+            arg, axis, kc.vec2i(border * res[axis], along - arg.axis_offsets[axis]))
 
     @kc.func
     def cell_position(arg: CellArg, s: Any):
@@ -295,7 +333,8 @@ def _grid2d_funcs(scalar: Any) -> SimpleNamespace:
         axis, origin = get_side(arg, side_index)
         alt = kc.where(origin[0] == 0, 0, origin[0] - 1)
         cell = orient_cell(axis, kc.vec2i(alt, origin[1]))
-        return cell[0] * arg.cell_arg.res[1] + cell[1]
+        first = side_index // env_sides(arg) * arg.cell_count
+        return first + cell[0] * arg.cell_arg.res[1] + cell[1]
 
     @kc.func
     def side_outer_cell_index(arg: SideArg, side_index: int):
@@ -303,7 +342,8 @@ def _grid2d_funcs(scalar: Any) -> SimpleNamespace:
         top = arg.cell_arg.res[axis]
         alt = kc.where(origin[0] == top, top - 1, origin[0])
         cell = orient_cell(axis, kc.vec2i(alt, origin[1]))
-        return cell[0] * arg.cell_arg.res[1] + cell[1]
+        first = side_index // env_sides(arg) * arg.cell_count
+        return first + cell[0] * arg.cell_arg.res[1] + cell[1]
 
     @kc.func
     def side_cell_coords(arg: SideArg, side_index: int, side_coords: Any, alt: Any):
@@ -329,13 +369,24 @@ def _grid2d_funcs(scalar: Any) -> SimpleNamespace:
         # The side coordinates of a point of a cell, or OUTSIDE if it is not on the side.
         axis, origin = get_side(arg, side_index)
         cell = get_cell(arg.cell_arg.res, cell_index)
-        if scalar(origin[0] - cell[axis]) == cell_coords[axis]:
+        same_env = side_index // env_sides(arg) == cell_index // arg.cell_count
+        if same_env and scalar(origin[0] - cell[axis]) == cell_coords[axis]:
             along = cell_coords[1 - axis]
             coord = kc.where(is_flipped(axis, origin), scalar(1.0) - along, along)
             return Coords(coord, scalar(0.0), scalar(0.0))
         return Coords(scalar(OUTSIDE))
 
+    @kc.func
+    def cell_environment_index(arg: CellArg, s: Any):
+        return s.element_index // (arg.res[0] * arg.res[1])
+
+    @kc.func
+    def side_environment_index(arg: SideArg, s: Any):
+        return s.element_index // env_sides(arg)
+
     return SimpleNamespace(
+        cell_environment_index=cell_environment_index,
+        side_environment_index=side_environment_index,
         CellArg=CellArg, SideArg=SideArg, get_cell=get_cell, get_side=get_side,
         is_flipped=is_flipped, boundary_side_index=boundary_side_index,
         cell_position=cell_position,
@@ -351,3 +402,9 @@ def _grid2d_funcs(scalar: Any) -> SimpleNamespace:
         side_inner_cell_coords=side_inner_cell_coords,
         side_outer_cell_coords=side_outer_cell_coords,
         side_from_cell_coords=side_from_cell_coords)
+
+
+def _tile(local: np.ndarray, env_count: int, stride: int) -> np.ndarray:
+    """`local` indices of one environment, repeated for each, shifted by `stride` each."""
+    shifts = np.arange(env_count, dtype=np.int64)[:, None] * stride
+    return (np.asarray(local, dtype=np.int64)[None, :] + shifts).reshape(-1).astype(np.int32)

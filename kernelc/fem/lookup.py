@@ -96,15 +96,19 @@ def lookup_overloads(CellArg: Any, scalar: Any, search: Any, guess_reach: Any = 
     return cell_lookup
 
 
-def _environment_overloads(CellArg: Any, SampleType: Any, env_search: Any, reach: Any) -> Any:
-    """`lookup_overloads` of geometries of several environments."""
-    plain, filtered = env_search(accept_every_cell), env_search(accept_filtered_cell)
+@kc.func
+def _cell_env_of_guess(arg: Any, guess: Any):
+    # the environment of a guess sample's cell (`arg.cell_env`), -1 for no cell
+    if guess.element_index < 0 or guess.element_index >= arg.cell_env.shape[0]:
+        return -1
+    return arg.cell_env[guess.element_index]
 
-    @kc.func
-    def guess_env(arg: CellArg, guess: Any):
-        if guess.element_index < 0 or guess.element_index >= arg.cell_env.shape[0]:
-            return -1
-        return arg.cell_env[guess.element_index]
+
+def _environment_overloads(CellArg: Any, SampleType: Any, env_search: Any, reach: Any,
+                           guess_env: Any = _cell_env_of_guess) -> Any:
+    """`lookup_overloads` of geometries of several environments; `guess_env(arg, guess)`
+    is the environment a guess sample searches."""
+    plain, filtered = env_search(accept_every_cell), env_search(accept_filtered_cell)
 
     @kc.func
     def cell_lookup(arg: CellArg, pos: Any):
@@ -143,15 +147,35 @@ def _environment_overloads(CellArg: Any, SampleType: Any, env_search: Any, reach
 
 
 @cache
-def grid_cell_lookup(dimension: int, scalar: Any, CellArg: Any) -> Any:
-    """The `cell_lookup` overloads of grids of `dimension` 2 or 3."""
-    return lookup_overloads(CellArg, scalar, partial(grid_search, dimension, scalar, CellArg))
+def grid_cell_lookup(dimension: int, scalar: Any, CellArg: Any,
+                     environments: bool = False) -> Any:
+    """The `cell_lookup` overloads of grids of `dimension` 2 or 3 (of several environments,
+    copies of the grid numbered one after the other: `environments`)."""
+    search = partial(grid_search, dimension, scalar, CellArg)
+    if not environments:
+        return lookup_overloads(CellArg, scalar, search)
+    three = dimension == 3
+
+    @kc.func
+    def guess_env(arg: CellArg, guess: Any):
+        cells = arg.res[0] * arg.res[1]
+        if kc.static(three):
+            cells = cells * arg.res[2]
+        if guess.element_index < 0 or guess.element_index >= cells * arg.env_count:
+            return -1
+        return guess.element_index // cells
+
+    return _environment_overloads(CellArg, sample_type(scalar),
+                                  partial(search, environments=True), _no_reach, guess_env)
 
 
 @cache
-def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any) -> Any:
+def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any,
+                environments: bool = False) -> Any:
     """(arg, pos, max_dist, data, target) -> Sample on grids (module docstring); `arg` has
-    the grid's `origin`, `cell_size` and `res`."""
+    the grid's `origin`, `cell_size` and `res`. With `environments`, the func takes an
+    environment last (-1: the first) and searches that copy of the grid (`arg.env_count`
+    copies, numbered one after the other)."""
     Coords = coords_type(scalar)
     vec = vec_type(dimension, scalar)
     zero, half = scalar(0.0), scalar(0.5)
@@ -178,7 +202,7 @@ def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any) -> Any:
 
     @kc.func
     def closest_in_window(arg: CellArg, local: Any, clamped: Any, offset: Any, scales: Any,
-                          min_size: Any, data: Any, target: Any):
+                          min_size: Any, data: Any, target: Any, first_cell: int):
         # the closest accepted cell within min_size * offset of the point, or none
         size = arg.cell_size
         lo = kc.vec3i(0)
@@ -194,7 +218,7 @@ def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any) -> Any:
             for j in range(lo[1], hi[1]):
                 for k in range(lo[2], hi[2]):
                     ijk = kc.vec3i(i, j, k)
-                    candidate = cell_of(arg.res, ijk)
+                    candidate = first_cell + cell_of(arg.res, ijk)
                     if accept(data, target, candidate):
                         corner = vec(zero)
                         for a in range(dimension):
@@ -209,7 +233,8 @@ def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any) -> Any:
         return best, best_coords
 
     @kc.func
-    def grid_lookup(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any):
+    def grid_env_lookup(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any,
+                        first_cell: int):
         size = arg.cell_size
         local = kc.cw_div(pos - arg.origin, size)
         clamped = vec(zero)
@@ -219,7 +244,7 @@ def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any) -> Any:
             clamped[a] = kc.clamp(local[a], zero, scalar(arg.res[a]))
             cell[a] = int(kc.min(kc.floor(clamped[a]), scalar(arg.res[a] - 1)))
             offsets[a] = clamped[a] - scalar(cell[a])
-        first = cell_of(arg.res, cell)
+        first = first_cell + cell_of(arg.res, cell)
         if accept(data, target, first):
             return make_free_sample(first, unit_coords(offsets))
         min_size = size[0]
@@ -232,11 +257,28 @@ def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any) -> Any:
         best_coords = Coords(zero)
         while best == NULL_ELEMENT_INDEX:
             best, best_coords = closest_in_window(arg, local, clamped, offset, scales, min_size,
-                                                  data, target)
+                                                  data, target, first_cell)
             if offset >= max_offset:
                 break
             offset = kc.min(scalar(3.0) * offset, max_offset)
         return make_free_sample(best, best_coords)
+
+    if environments:
+        @kc.func
+        def grid_lookup_in(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any,
+                           env: int):
+            if env >= arg.env_count:
+                return make_free_sample(int(NULL_ELEMENT_INDEX), Coords(scalar(OUTSIDE)))
+            cells = arg.res[0] * arg.res[1]  # of one environment
+            if kc.static(three):
+                cells = cells * arg.res[2]
+            return grid_env_lookup(arg, pos, max_dist, data, target, kc.max(env, 0) * cells)
+
+        return grid_lookup_in
+
+    @kc.func
+    def grid_lookup(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any):
+        return grid_env_lookup(arg, pos, max_dist, data, target, 0)
 
     return grid_lookup
 

@@ -148,9 +148,7 @@ class EnvironmentSpacePartition(SpacePartition):
         whole = geo_partition is None
         table = space_topology.host_element_nodes()
         cells = np.arange(len(table)) if whole else geo_partition.host_element_indices("cells")
-        cell_env = geometry.cell_env
-        envs = np.zeros(len(table), np.int64) if cell_env is None else \
-            np.asarray(cell_env.numpy(), np.int64)[: len(table)]
+        envs = geometry.host_cell_environments()
         node_env = np.full(node_total, env_count, np.int64)
         nodes = table[cells]
         touched = nodes >= 0
@@ -207,8 +205,12 @@ class EnvironmentSpacePartition(SpacePartition):
 
     @property
     def _space_to_partition(self) -> Any:
-        """The partition index of each space node (-1 outside), Warp's private name."""
-        return kc.array(self._to_partition, dtype=kc.int32)
+        """The partition index of each space node (NULL_NODE_INDEX outside), Warp's private
+        name."""
+        from kernelc.fem.types import NULL_NODE_INDEX
+
+        out = np.where(self._to_partition < 0, NULL_NODE_INDEX, self._to_partition)
+        return kc.array(out.astype(np.int32), dtype=kc.int32)
 
     def space_node_indices(self) -> Any:
         """The space node of each partition node, a `kc.array` of int."""

@@ -167,11 +167,44 @@ class DiscontinuousTopology(SpaceTopology):
         return cell * n + np.arange(n)[None, :]
 
 
+class EnvironmentTopology(SpaceTopology):
+    """The nodes of a dense grid of several environments: those of one environment's grid
+    (`base`, a topology on a grid of one environment), numbered environment after
+    environment (Warp's numbering)."""
+
+    def __init__(self, geometry: Geometry, base: SpaceTopology) -> None:
+        super().__init__(geometry, base._shape)
+        self.base = base
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}_env"
+
+    def node_count(self) -> int:
+        return self._geometry.environment_count() * self.base.node_count()
+
+    def _cell_node_indices(self) -> np.ndarray:
+        nodes = self.base.host_element_nodes().astype(np.int64)
+        envs = self._geometry.environment_count()
+        shift = np.arange(envs, dtype=np.int64)[:, None, None] * self.base.node_count()
+        return np.where(nodes[None] >= 0, nodes[None] + shift, nodes[None]).reshape(
+            -1, nodes.shape[1])
+
+
 def make_topology(geometry: Geometry, shape: ShapeFunction,
                   discontinuous: bool = False) -> SpaceTopology:
     """The topology Warp uses for `shape` on `geometry` (per-cell nodes when
     `discontinuous` or of degree 0)."""
     from kernelc.fem.grid2d import Grid2D
+    from kernelc.fem.grid3d import Grid3D
+
+    if isinstance(geometry, (Grid2D, Grid3D)) and geometry.environment_count() > 1:
+        if hasattr(shape, "VALUE") or getattr(shape, "BSPLINE", False):
+            raise NotImplementedError(f"{shape.name} spaces on grids of several environments "
+                                      "are not supported yet")
+        one = type(geometry)(geometry.res, geometry.bounds_lo, geometry.bounds_hi,
+                             geometry.scalar_type)
+        return EnvironmentTopology(geometry, make_topology(one, shape, discontinuous))
 
     if isinstance(geometry, Geometry) and geometry.base is not geometry:
         # a deformed geometry numbers its nodes as its base does
@@ -196,7 +229,7 @@ def make_topology(geometry: Geometry, shape: ShapeFunction,
         if closed_lagrange:
             return GridNodeGridTopology(geometry, shape)
         return Grid2DElementTopology(geometry, shape)
-    from kernelc.fem.grid3d import Grid3D, make_grid3d_topology
+    from kernelc.fem.grid3d import make_grid3d_topology
 
     if isinstance(geometry, Grid3D):
         if closed_lagrange:
