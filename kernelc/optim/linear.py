@@ -23,13 +23,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kernelc.optim.linear_fsai import FSAI
 from kernelc.optim.linear_gmres import GMRES
 from kernelc.optim.linear_operator import LinearOperator, aslinearoperator, preconditioner
 from kernelc.optim.linear_solvers import CG, CR, BiCGSTAB
 from kernelc.optim.linear_state import LinearSolverState
 from kernelc.runtime.array import array
 
-__all__ = ["CG", "CR", "GMRES", "BiCGSTAB", "LinearOperator", "LinearSolverState",
+__all__ = ["CG", "CR", "FSAI", "GMRES", "BiCGSTAB", "LinearOperator", "LinearSolverState",
            "aslinearoperator", "bicgstab", "cg", "cr", "gmres", "preconditioner"]
 
 _Result = tuple[Any, Any, Any]
@@ -49,7 +50,7 @@ def cg(A: Any, b: array, x: array, tol: float | None = None, atol: float | None 
 
     Args:
         A: The left-hand side: a square 2-d `kc.array` (dense), a 1-d one (diagonal), both
-            float32 or float64, or a `LinearOperator`.
+            float16, float32 or float64, a `kernelc.sparse.BsrMatrix`, or a `LinearOperator`.
         b: The right-hand side, a 1-d array of A's scalar type.
         x: The initial guess, overwritten with the solution (same shape and dtype as b).
         tol: Relative tolerance on the residual norm, as a fraction of |b|.

@@ -2,7 +2,7 @@
 
 A linear operator is a shape, an element type, a device and a generalised matrix-vector
 product `matvec(x, y, z, alpha, beta)`: z = alpha * A x + beta * y. Dense matrices (2-d
-arrays) and diagonal ones (1-d arrays) of float32 or float64 scalars have built-in
+arrays) and diagonal ones (1-d arrays) of float16, float32 or float64 scalars have built-in
 products; anything else can be wrapped by giving its own `matvec`.
 """
 
@@ -17,7 +17,7 @@ from kernelc.optim import linear_kernels as K
 from kernelc.runtime.array import array
 from kernelc.runtime.device import Device
 
-SCALAR_TYPES = (T.float32, T.float64)
+SCALAR_TYPES = (T.float16, T.float32, T.float64)
 
 _NO_SPARSE = ("only kernelc's own sparse matrices (kernelc.sparse.BsrMatrix) are accepted, "
               "not Warp's warp.sparse.BsrMatrix; build it with kernelc.sparse, or pass a "
@@ -36,7 +36,7 @@ class LinearOperator:
 
     Args:
         shape: (rows, columns) of the operator.
-        dtype: Type of the operator's elements (float32 or float64 for the solvers).
+        dtype: Type of the operator's elements (float16, float32 or float64 for the solvers).
         device: Device on which the products run.
         matvec: The generalised matrix-vector product.
         batch_offsets: Optional 1-d int32 array of B + 1 offsets that splits the scalar
@@ -150,7 +150,7 @@ def _check_matrix_array(A: array, what: str) -> None:
     if A.ndim == 1 and isinstance(A.dtype, T.VectorType) and A.dtype.dtype in SCALAR_TYPES:
         return  # the diagonal of a block-diagonal operator, as vectors
     if A.dtype not in SCALAR_TYPES:
-        raise TypeError(f"{what}: the matrix must hold float32 or float64 scalars, got "
+        raise TypeError(f"{what}: the matrix must hold float16, float32 or float64 scalars, got "
                         f"{A.dtype!r}")
     if A.ndim not in (1, 2):
         raise ValueError(f"{what}: the matrix must be a 2-d array (dense) or a 1-d array "
@@ -214,7 +214,7 @@ def aslinearoperator(A: Any, batch_offsets: array | None = None,
     """Wraps a matrix as a `LinearOperator` (Warp's `warp.optim.linear.aslinearoperator`).
 
     `A` may be a 2-d `kc.array` (a dense matrix), a 1-d `kc.array` (the diagonal of a
-    diagonal matrix, of scalars or of vectors), of float32 or float64, a
+    diagonal matrix, of scalars or of vectors), of float16, float32 or float64, a
     `kernelc.sparse.BsrMatrix` (or a scaled one, `alpha * A`; its products use `bsr_mv`),
     or a `LinearOperator` (returned as it is, batch arguments ignored, as is None).
 
@@ -229,7 +229,7 @@ def aslinearoperator(A: Any, batch_offsets: array | None = None,
 
     Raises:
         NotImplementedError: `A` is a Warp `warp.sparse.BsrMatrix` (not a kernelc one).
-        TypeError: The array's dtype is not float32 or float64 (or vectors of them), or
+        TypeError: The array's dtype is not float16, float32 or float64 (or vectors of them), or
             `batch_offsets` is not a 1-d int32 array.
         ValueError: `A` is of another kind, or `max_batch_length` is given without
             `batch_offsets` or is negative.
@@ -270,36 +270,44 @@ def _jacobi(A: Any, use_abs: bool) -> LinearOperator:
     return aslinearoperator(inv_diag)
 
 
-_SPARSE_PTYPES = ("block_jacobi_direct", "block_jacobi_sequential", "block_jacobi_tile", "fsai")
-
-
 def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
     """A preconditioner for a dense or sparse matrix (Warp's
     `warp.optim.linear.preconditioner`).
 
     Args:
-        A: A square 2-d `kc.array` of float32 or float64, or a square
+        A: A square 2-d `kc.array` of float16, float32 or float64, or a square
             `kernelc.sparse.BsrMatrix` with square blocks (its Jacobi preconditioner inverts
             the diagonal coefficients of its diagonal blocks, as Warp's does).
         ptype: `"diag"`: Jacobi, the inverse of A's diagonal; `"diag_abs"`: the inverse of
-            the absolute values of A's diagonal; `"id"`: no preconditioner (None). A zero
-            diagonal coefficient is inverted to 1. Warp's block-Jacobi and FSAI types
-            (for sparse matrices) are not implemented.
+            the absolute values of A's diagonal (a zero diagonal coefficient is inverted
+            to 1); `"block_jacobi_direct"`, `"block_jacobi_sequential"`,
+            `"block_jacobi_tile"`: the inverse of A's diagonal blocks, for a sparse A (see
+            `kernelc.optim.linear_precond`); `"fsai"`: `FSAI(A)`, a factorized sparse
+            approximate inverse of an SPD sparse A; `"id"`: no preconditioner (None).
 
     Returns:
-        A diagonal `LinearOperator`, or None for `"id"`.
+        A `LinearOperator`, or None for `"id"`.
 
     Raises:
-        ValueError: Unknown `ptype` (None included, as in Warp), or `A` is not a square
-            2-d array or a square sparse matrix with square blocks.
-        NotImplementedError: A sparse-only `ptype`, or a Warp (not kernelc) sparse `A`.
+        ValueError: Unknown `ptype` (None included, as in Warp), or `A` does not fit it
+            (not square, blocks not square, not sparse for the block types, ...).
+        TypeError: `"fsai"` with an unsupported scalar type.
+        NotImplementedError: A Warp (not kernelc) sparse `A`.
     """
     if ptype == "id":
         return None
     if ptype in ("diag", "diag_abs"):
         return _jacobi(A, use_abs=ptype == "diag_abs")
-    if ptype in _SPARSE_PTYPES:
-        raise NotImplementedError(f"preconditioner type '{ptype}' (for sparse block "
-                                  f"matrices) is not implemented by kernelc; use 'diag'")
+    if ptype == "fsai":
+        from kernelc.optim.linear_fsai import FSAI
+
+        return FSAI(A)
+    from kernelc.optim.linear_precond import BLOCK_JACOBI_TYPES, block_jacobi
+
+    if ptype in BLOCK_JACOBI_TYPES:
+        if is_sparse_matrix(A) and not _is_kernelc_sparse(A):
+            raise NotImplementedError(f"preconditioner: {_NO_SPARSE}")
+        return block_jacobi(A, ptype, lambda m: _jacobi(m, use_abs=False))
     raise ValueError(f"Unsupported preconditioner type '{ptype}' (kernelc supports 'diag', "
-                     f"'diag_abs' and 'id')")
+                     f"'diag_abs', 'block_jacobi_direct', 'block_jacobi_sequential', "
+                     f"'block_jacobi_tile', 'fsai' and 'id')")

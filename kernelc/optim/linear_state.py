@@ -175,7 +175,7 @@ def _check_operator(name: str, what: str, op: LinearOperator, n: int | None = No
     """The scalar size of a square (or diagonal) operator; raises for other operators."""
     shape = tuple(op.shape)
     if op.scalar_type not in SCALAR_TYPES:
-        raise TypeError(f"{name}: {what} must hold float32 or float64 values, got "
+        raise TypeError(f"{name}: {what} must hold float16, float32 or float64 values, got "
                         f"{op.dtype!r}")
     if len(shape) == 2 and shape[0] != shape[1] or len(shape) not in (1, 2):
         raise ValueError(f"{name}: {what} must be square, got shape {shape}")

@@ -21,10 +21,22 @@ from kernelc.sparse.build import (
 )
 from kernelc.sparse.kernels import bsr_block_index, bsr_row_index
 from kernelc.sparse.matrix import BsrMatrix, BsrScalingExpression
-from kernelc.sparse.ops import bsr_axpy, bsr_copy, bsr_get_diag, bsr_mm, bsr_mv, bsr_scale
+from kernelc.sparse.ops import (
+    bsr_axpy,
+    bsr_copy,
+    bsr_get_diag,
+    bsr_mm,
+    bsr_mv,
+    bsr_scale,
+)
 
-__all__ = ["BsrMatrix", "BsrScalingExpression", "bsr_axpy", "bsr_block_index", "bsr_copy",
-           "bsr_diag", "bsr_from_triplets", "bsr_get_diag", "bsr_identity", "bsr_mm", "bsr_mv",
+# Warp's status codes of padded-capacity operations. kernelc's matrices are always compact,
+# so its operations never run out of row capacity: they always succeed.
+BSR_STATUS_SUCCESS = 0
+BSR_STATUS_ROW_CAPACITY_EXCEEDED = 1
+
+__all__ = ["BSR_STATUS_ROW_CAPACITY_EXCEEDED", "BSR_STATUS_SUCCESS", "BsrMatrix",
+           "BsrScalingExpression", "bsr_axpy", "bsr_block_index", "bsr_copy", "bsr_diag", "bsr_from_triplets", "bsr_get_diag", "bsr_identity", "bsr_mm", "bsr_mv",
            "bsr_row_index", "bsr_scale", "bsr_set_diag", "bsr_set_from_triplets",
            "bsr_set_identity", "bsr_set_transpose", "bsr_set_zero", "bsr_transposed",
            "bsr_zeros"]

@@ -28,7 +28,8 @@ from kernelc.sparse.matrix import (
 )
 
 # Bits that make a scalar non-zero: everything but the sign (Warp's zero masks).
-_ZERO_MASKS = {T.float32: (np.uint32, 0x7FFFFFFF), T.float64: (np.uint64, 0x7FFFFFFFFFFFFFFF)}
+_ZERO_MASKS = {T.float16: (np.uint16, 0x7FFF), T.float32: (np.uint32, 0x7FFFFFFF),
+               T.float64: (np.uint64, 0x7FFFFFFFFFFFFFFF)}
 
 
 def bsr_zeros(rows_of_blocks: int, cols_of_blocks: int, block_type: Any,
@@ -38,7 +39,7 @@ def bsr_zeros(rows_of_blocks: int, cols_of_blocks: int, block_type: Any,
     Args:
         rows_of_blocks: Number of rows of blocks.
         cols_of_blocks: Number of columns of blocks.
-        block_type: `kc.float32` / `kc.float64` (a CSR matrix) or a matrix type such as
+        block_type: `kc.float16` / `kc.float32` / `kc.float64` (a CSR matrix) or a matrix type such as
             `kc.mat33` or `kc.types.matrix(shape=(2, 3), dtype=kc.float64)`.
         device: Device of the matrix's arrays (default: the current device).
 
@@ -47,7 +48,7 @@ def bsr_zeros(rows_of_blocks: int, cols_of_blocks: int, block_type: Any,
 
     Raises:
         ValueError: `block_type` is neither a scalar nor a matrix type.
-        TypeError: Scalars other than float32 and float64.
+        TypeError: Scalars other than float16, float32 and float64.
     """
     return BsrMatrix(rows_of_blocks, cols_of_blocks, block_type, device)
 

@@ -1,8 +1,8 @@
 """The kernels behind `kernelc.sparse`.
 
 Every kernel sees block values as a 3-d scalar array `values[block, i, j]` (a scalar block
-is a 1x1 matrix), so one kernel serves scalar and matrix blocks of float32 or float64. A
-typed `zero` argument fixes the type of accumulators. The operations and their order are
+is a 1x1 matrix), so one kernel serves scalar and matrix blocks of float16, float32 or
+float64. A typed `zero` argument fixes the type of accumulators. The operations and their order are
 those of Warp 1.19's kernels, so that results round as Warp's do.
 """
 

@@ -17,15 +17,16 @@ from kernelc import types as T
 from kernelc.runtime.array import array
 from kernelc.runtime.device import Device
 
-SCALAR_TYPES = (T.float32, T.float64)
+SCALAR_TYPES = (T.float16, T.float32, T.float64)
 
 
 def resolve_block_type(block_type: Any) -> T.Type:
-    """The kernelc block type of `block_type`: float32 or float64, or a matrix of those.
+    """The kernelc block type of `block_type`: float16, float32 or float64, or a matrix of
+    those.
 
     Raises:
         ValueError: Neither a scalar nor a matrix type (Warp's error).
-        TypeError: A scalar type other than float32 and float64.
+        TypeError: A scalar type other than float16, float32 and float64.
     """
     resolved = T.as_type(block_type)
     if isinstance(resolved, T.MatrixType):
@@ -36,7 +37,8 @@ def resolve_block_type(block_type: Any) -> T.Type:
         raise ValueError(f"BsrMatrix block type must be either a matrix type "
                          f"(kc.types.matrix(shape, dtype)) or a scalar type; got {block_type!r}")
     if scalar not in SCALAR_TYPES:
-        raise TypeError(f"kernelc.sparse supports float32 and float64 blocks; got {resolved!r}")
+        raise TypeError(f"kernelc.sparse supports float16, float32 and float64 blocks; got "
+                        f"{resolved!r}")
     return resolved
 
 

@@ -24,29 +24,48 @@ from kernelc.sparse.matrix import (
 )
 
 
-def bsr_copy(A: Any, scalar_type: Any = None) -> BsrMatrix:
-    """A copy of `A` (a matrix or a scaled one), optionally with another scalar type
-    (Warp's `warp.sparse.bsr_copy`; Warp's `block_shape` re-blocking is not supported).
+def bsr_copy(A: Any, scalar_type: Any = None, block_shape: tuple[int, int] | None = None,
+             structure_only: bool = False, topology: str = "compact") -> BsrMatrix:
+    """A copy of `A` (a matrix or a scaled one), optionally with another scalar type or
+    block shape (Warp's `warp.sparse.bsr_copy`).
 
     Args:
         A: The matrix to copy; a scaled matrix `alpha * B` is copied with its scale applied.
-        scalar_type: float32 or float64 for the copy (default: A's). Values are converted
-            on the host when it differs.
+        scalar_type: float16, float32 or float64 for the copy (default: A's). Values are
+            converted on the host when it differs.
+        block_shape: Block shape of the copy (default: A's). Each dimension must divide or
+            be a multiple of A's; a new block exists wherever one of A's overlaps it.
+        structure_only: Copy the topology only (values left uninitialised).
+        topology: Only `"compact"` (kernelc's matrices are always compact).
 
     Returns:
-        A new matrix with the same topology.
+        A new matrix.
+
+    Raises:
+        ValueError: An unknown `topology`, or block shapes that do not divide.
+        NotImplementedError: `topology="padded"`.
     """
+    if topology == "padded":
+        raise NotImplementedError("bsr_copy: kernelc's sparse matrices are always compact; "
+                                  "padded row capacity is not supported")
+    if topology != "compact":
+        raise ValueError(f"Unsupported topology policy: {topology}")
     src, scale = matrix_and_scale(A, "bsr_copy")
+    if block_shape is not None and tuple(block_shape) != src.block_shape:
+        from kernelc.sparse.reblock import reblocked_copy
+
+        src, scale = reblocked_copy(src, scale, tuple(block_shape)), 1.0
     scalar = src.scalar_type if scalar_type is None else T.as_type(scalar_type)
     copy = bsr_zeros(src.nrow, src.ncol, block_type_for(scalar, src.block_shape),
                      device=src.device)
     rows, cols = host_rows_columns(src)
     set_topology(copy, src.offsets.numpy()[: src.nrow + 1], cols)
-    if copy.nnz:
+    if copy.nnz and not structure_only:
         if scalar == src.scalar_type:
             kc.copy(copy.values, src.values, count=copy.nnz)
         else:
-            host = src.values.numpy()[: copy.nnz].astype(scalar.np_dtype)
+            with np.errstate(over="ignore"):  # out-of-range values become infinities
+                host = src.values.numpy()[: copy.nnz].astype(scalar.np_dtype)
             kc.copy(copy.values, kc.array(host, dtype=copy.values.dtype, device=copy.device),
                     count=copy.nnz)
         if scale != 1.0:
