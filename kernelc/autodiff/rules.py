@@ -229,7 +229,7 @@ def apply(ad, s: ir.Op, g: ir.Value) -> None:
         slot = ad.adj_slot(s.attr)
         index = ad.val(a[0])
         cur = b.op(OpCode.LOCAL_LOAD, (index,), g.type, slot)
-        b.append(ir.LocalStore(b.loc, slot, index, b.op(OpCode.ADD, (cur, g), g.type)))
+        b.append(ir.LocalStore(b.loc, slot, index, add(b, cur, g)))  # structs: field-wise
     elif op is OpCode.ARRAY_LOAD:
         array_load(ad, s, g)
     elif op is OpCode.EXTRACT:
@@ -373,6 +373,8 @@ def atomic(ad, s: ir.Op) -> None:
     kind = s.attr
     arr = s.args[0]
     dtype = arr.type.dtype
+    if not isinstance(kind, str):
+        return field_atomic(ad, s)
     if kind not in ("add", "sub", "min", "max") or not differentiable(dtype) \
             or isinstance(dtype, T.StructType):
         return
@@ -401,6 +403,28 @@ def atomic(ad, s: ir.Op) -> None:
                     vk, fk, gk = (b.op(OpCode.EXTRACT, (x,), dtype.dtype, k) for x in (v, final, g))
                     parts.append(_when(ad, _stored(b, vk, fk), gk))
                 ad.acc(value, b.op(OpCode.BUILD, tuple(parts), dtype))
+
+    _if_gradient_array(ad, shadow, emit)
+
+
+def field_atomic(ad, s: ir.Op) -> None:
+    """An atomic add into one field of an array-of-structs element (a struct tile's atomic
+    add) passes that field of a.grad[i] on to the value."""
+    (kind, path), arr = s.attr, s.args[0]
+    if kind != "add" or not differentiable(s.result.type):
+        return
+    shadow = ad.sh(arr)
+    if shadow is None:
+        return
+    b = ad.b
+    nd = arr.type.ndim
+    indices = [ad.val(i) for i in s.args[1:1 + nd]]
+
+    def emit():
+        g = b.op(OpCode.ARRAY_LOAD, (shadow, *indices), arr.type.dtype)
+        for k in path:
+            g = b.op(OpCode.EXTRACT, (g,), g.type.fields[k][1], k)
+        ad.acc(s.args[1 + nd], g)
 
     _if_gradient_array(ad, shadow, emit)
 

@@ -250,7 +250,11 @@ class FunctionAD:
             if s.result is None:
                 return
             nd = s.args[0].type.ndim
-            new = b.op(OpCode.ARRAY_LOAD, args[:1 + nd], rtype)
+            dtype = s.args[0].type.dtype
+            new = b.op(OpCode.ARRAY_LOAD, args[:1 + nd], dtype)
+            for k in () if isinstance(s.attr, str) else s.attr[1]:  # one field of a struct
+                dtype = dtype.fields[k][1]
+                new = b.op(OpCode.EXTRACT, (new,), dtype, k)
         elif s.opcode is OpCode.CALL_FUNC:
             if s.attr in self.mad.primal:
                 check_call(s, self.mad.primal[s.attr], self.mad.primal, self.local_backed,

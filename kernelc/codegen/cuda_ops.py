@@ -318,7 +318,9 @@ def _local_load(em: FunctionEmitter, op: ir.Op) -> str:
     element = from_storage(f"{em.slot_name(slot)}[{index}]", dtype)
     if em.check_local_index(index, length, op.loc):
         return element
-    return f"((kc_uint64)(kc_int64){index} < {length}u ? {element} : {literal(0, dtype)})"
+    # A local array of structs (a struct tile) reads a zeroed struct out of range.
+    zero = literal(0, dtype) if isinstance(dtype, T.ScalarType) else f"{storage_type(dtype)}{{}}"
+    return f"((kc_uint64)(kc_int64){index} < {length}u ? {element} : {zero})"
 
 
 def _local_array(em: FunctionEmitter, op: ir.Op) -> str:

@@ -99,6 +99,7 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         self.slot_blocks: dict[int, list] = {}  # the block each local's slot was made in
         self.binding_blocks: dict[str, list] = {}  # see rebinding.py
         self.tile_in_place = False
+        self.tile_element_update = None  # the `t[i] op= x` on a tile element being lowered
         self.return_types = return_annotation
 
     def lower(self) -> ir.Function:

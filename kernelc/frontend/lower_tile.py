@@ -13,7 +13,7 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError, WarpCodegenAttributeError
-from kernelc.frontend import tile_subscripts
+from kernelc.frontend import tile_structs, tile_subscripts
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import PyObj, TupleVal
@@ -116,18 +116,27 @@ class TileLowering:
 
     def binary(self, op: OpCode, a: Any, b: Any, node: ast.AST):
         if not (isinstance(a, Tile) or isinstance(b, Tile)):
+            if self.tile_element_update is node:  # `t[i] += x`: struct elements, field-wise
+                return self.element_binary(op, a, b, node)
             return super().binary(op, a, b, node)
         for x in (a, b):
             if not isinstance(x, Tile):
                 self.as_val(x, node)  # a clear error for tuples and the like
         if op in (OpCode.MUL, OpCode.DIV):
             _check_scaling(op, a, b)
-        return self.elementwise([a, b], lambda x, y: super(TileLowering, self).binary(
-            op, x, y, node), node)
+        return self.elementwise([a, b], lambda x, y: self.element_binary(op, x, y, node), node)
+
+    def element_binary(self, op: OpCode, x: Any, y: Any, node: ast.AST) -> Val:
+        """`x op y` for two elements of tiles: struct elements combine field by field."""
+        if any(isinstance(v, Val) and tile_structs.is_struct(v.type) for v in (x, y)):
+            return tile_structs.binary(self, op, self.as_val(x, node), self.as_val(y, node),
+                                       node)
+        return super().binary(op, x, y, node)
 
     def unary(self, op: ast.unaryop, v: Any, node: ast.AST):
         if not isinstance(v, Tile):
             return super().unary(op, v, node)
+        tile_structs.reject("Tile unary operators", v.dtype)
         if not isinstance(op, (ast.USub, ast.UAdd)):
             raise KernelError("only unary '-' and '+' apply to tiles")
         if isinstance(op, ast.UAdd):
@@ -279,15 +288,19 @@ class TileLowering:
         tile_subscripts.write(self, t, element_node, self.read_name(name, element_node))
 
     def visit_AugAssign(self, node: ast.AugAssign):
+        element = None
         if isinstance(node.target, ast.Subscript):
             base = self.tile_target(node.target)
             if base is not None:
                 tile_subscripts.reject_compound(self, base, node.target)
+                element = node
         self.tile_in_place = True  # `t += u` updates t's storage (views of t see it)
+        self.tile_element_update = element
         try:
             return super().visit_AugAssign(node)
         finally:
             self.tile_in_place = False
+            self.tile_element_update = None
 
     def as_val(self, v: Any, node: ast.AST | None) -> Val:
         if isinstance(v, Tile):

@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError
+from kernelc.frontend import tile_structs
 from kernelc.frontend import tile_value as tv
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import ArrayView, PyObj, TupleVal
@@ -139,6 +140,9 @@ def _tile_empty(lowerer, args, node):
 @form("tile_ones", "shape, dtype=, storage=", "A tile of ones: tile_ones(shape, dtype=float).")
 def _tile_ones(lowerer, args, node):
     dtype = _dtype(lowerer, args)
+    if tile_structs.is_struct(dtype):
+        raise KernelError(f"tile_ones() does not support Warp struct (@struct) dtypes such as "
+                          f"{dtype!r}; use tile_full() with an explicit value")
     one = lowerer.b.const(1, tv.scalar_of(dtype))
     if tv.components(dtype) > 1:
         one = lowerer.b.op(OpCode.BUILD, [one] * tv.components(dtype), dtype)
@@ -151,6 +155,9 @@ def _tile_full(lowerer, args, node):
     v = lowerer.as_val(lowerer.visit(args["value"]), node)
     dtype = _dtype(lowerer, args, None) or v.type
     if v.type != dtype:
+        if tile_structs.is_struct(dtype) or tile_structs.is_struct(v.type):
+            raise KernelError(f"tile_full() value must have dtype {dtype!r} when filling "
+                              f"struct tile elements, got {v.type!r}")
         if not (v.weak or isinstance(v.type, T.ScalarType) and isinstance(dtype, T.ScalarType)):
             raise KernelError(f"tile_full(): the value is a {v.type!r}, the tile {dtype!r}")
         v = Val(lowerer.b.cast(v.value, dtype))
@@ -163,7 +170,8 @@ def _tile_full(lowerer, args, node):
 def _tile(lowerer, args, node):
     v = lowerer.as_val(lowerer.visit(args["x"]), node)
     b = lowerer.b
-    if isinstance(v.type, T.ScalarType) or _flag(lowerer, args, "preserve_type", False):
+    if isinstance(v.type, (T.ScalarType, T.StructType)) or _flag(lowerer, args,
+                                                                  "preserve_type", False):
         t = tv.new_tile(b, v.type, (1,))
         tv.store(b, t, [tv.const(b, 0)], v.value)
         return t
@@ -367,9 +375,7 @@ def _tile_atomic_add(lowerer, args, node):
     tv.fill(b, old, tv.zero_value(b, t.dtype))
 
     def write(arr, t, idx, where):
-        previous = b.op(OpCode.ATOMIC, (*arr.args(where), tv.load(b, t, idx)),
-                        arr.dtype, "add")
-        tv.store(b, old, idx, previous)
+        tv.store(b, old, idx, atomic_add_element(b, arr.args(where), tv.load(b, t, idx)))
 
     _store_like(lowerer, args, "tile_atomic_add()", write)
     return old
@@ -380,11 +386,20 @@ _ATOMIC_ADD_SCALARS = (T.int32, T.uint32, T.int64, T.uint64, T.float16, T.bfloat
 
 
 def check_atomic_add_dtype(dtype: T.Type, what: str) -> None:
-    """Atomic adds of tiles take the scalar types with a hardware atomic add (as Warp's)."""
-    if tv.scalar_of(dtype) not in _ATOMIC_ADD_SCALARS:
+    """Atomic adds of tiles take the scalar types with a hardware atomic add (as Warp's),
+    and structs (whose other fields are left alone, see `tile_structs`)."""
+    if not tile_structs.is_struct(dtype) and tv.scalar_of(dtype) not in _ATOMIC_ADD_SCALARS:
         raise KernelError(f"{what} only supports tiles with [u]int32, [u]int64, float16, "
                           f"bfloat16, float32 or float64 as the underlying scalar type, but "
                           f"got {dtype!r}")
+
+
+def atomic_add_element(b, where: tuple[ir.Value, ...], value: ir.Value) -> ir.Value:
+    """Atomically adds `value` into the array element `where` (array, indices); returns the
+    element's previous value."""
+    if tile_structs.is_struct(value.type):
+        return tile_structs.atomic_add(b, where, value)
+    return b.op(OpCode.ATOMIC, (*where, value), value.type, "add")
 
 
 # ---- element-wise maps and reductions -----------------------------------------------------
@@ -443,8 +458,8 @@ def axis_operand(lowerer, args) -> int | None:
       "along `axis`.")
 def _tile_sum(lowerer, args, node):
     t = lowerer.tile_operand(args["a"], "tile_sum()")
-    return _fold(lowerer, t, lambda acc, x, k: lowerer.binary(OpCode.ADD, acc, x, node), node,
-                 axis_operand(lowerer, args))
+    return _fold(lowerer, t, lambda acc, x, k: lowerer.element_binary(OpCode.ADD, acc, x, node),
+                 node, axis_operand(lowerer, args))
 
 
 def _extremum(name: str, builtin: str):
@@ -452,6 +467,7 @@ def _extremum(name: str, builtin: str):
           f"or along `axis`.")
     def handler(lowerer, args, node):
         t = lowerer.tile_operand(args["a"], f"{name}()")
+        tile_structs.reject(f"{name}()", t.dtype)
         if not isinstance(t.dtype, T.ScalarType):
             raise KernelError(f"{name}() needs scalar elements")
         return _fold(lowerer, t, lambda acc, x, k: Val(lowerer.b.call(builtin, [acc.value,
@@ -468,6 +484,7 @@ def _arg_extremum(name: str, opcode: OpCode, what: str):
           f"(1,).")
     def handler(lowerer, args, node):
         t = lowerer.tile_operand(args["a"], f"{name}()")
+        tile_structs.reject(f"{name}()", t.dtype)
         if not isinstance(t.dtype, T.ScalarType):
             raise KernelError(f"{name}() needs scalar elements")
         b = lowerer.b
@@ -497,6 +514,24 @@ _arg_extremum("tile_argmax", OpCode.GT, "largest")
       "(1,), or reduced along `axis`.")
 def _tile_reduce(lowerer, args, node):
     t = lowerer.tile_operand(args["a"], "tile_reduce()")
+    if tile_structs.is_struct(t.dtype):
+        return _fold(lowerer, t, lambda acc, x, k: _struct_reduce_step(lowerer, args["op"], acc,
+                                                                      x, node),
+                     node, axis_operand(lowerer, args))
     return _fold(lowerer, t, lambda acc, x, k: lowerer.call_on_values(args["op"], [acc, x],
                                                                       node),
                  node, axis_operand(lowerer, args))
+
+
+def _struct_reduce_step(lowerer, op: ast.expr, acc: Val, x: Val, node) -> Val:
+    """op(acc, x) for struct elements: op must take two of them and return one."""
+    name = ast.unparse(op)
+    try:
+        result = lowerer.as_val(lowerer.call_on_values(op, [acc, x], node), node)
+    except KernelError as err:
+        raise KernelError(f"tile_reduce() operator {name} has no overload accepting Warp "
+                          f"struct tile element type {acc.type!r}: {err.message}") from None
+    if result.type != acc.type:
+        raise KernelError(f"tile_reduce() operator {name} must return the tile element type "
+                          f"{acc.type!r}, got {result.type!r}")
+    return result

@@ -13,6 +13,7 @@ from kernelc.frontend.builder import StorageHandle, Val
 from kernelc.frontend.lower_expr import PyObj, TupleVal
 from kernelc.frontend.tile_forms import (
     array_operand,
+    atomic_add_element,
     check_atomic_add_dtype,
     check_storage,
     form_table,
@@ -139,7 +140,7 @@ def _tile_atomic_add_indexed(lowerer, args, node):
     tv.fill(b, old, tv.zero_value(b, t.dtype))
 
     def write(arr, idx, where, value):
-        tv.store(b, old, idx, b.op(OpCode.ATOMIC, (*arr.args(where), value), arr.dtype, "add"))
+        tv.store(b, old, idx, atomic_add_element(b, arr.args(where), value))
 
     _scatter(lowerer, args, node, "tile_atomic_add_indexed()", write)
     return old
@@ -217,8 +218,8 @@ def _lane_write(lowerer, args, node, name: str, accumulate: bool):
     with b.region() as then:
         new = value
         if accumulate:
-            new = lowerer.as_val(lowerer.binary(OpCode.ADD, Val(tv.load(b, t, idx)), value,
-                                                node), node)
+            new = lowerer.as_val(lowerer.element_binary(OpCode.ADD, Val(tv.load(b, t, idx)),
+                                                        value, node), node)
         tv.store(b, t, idx, new.value)
     b.append(ir.If(b.loc, flag.value, tuple(then)))
     return PyObj(None)

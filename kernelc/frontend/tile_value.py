@@ -3,7 +3,8 @@
 A tile is a block of elements whose shape is known when the kernel compiles. kernelc runs
 a tile operation with one lane per block (as Warp does on the CPU), so a tile lives in the
 thread's own storage: a local fixed-size array of scalars, an element of vector or matrix
-type taking its components in a row. `Tile` describes a view of that storage (shape,
+type taking its components in a row (a struct element is one element of a local array of
+structs, see `tile_structs`). `Tile` describes a view of that storage (shape,
 strides and offset counted in elements), so transposes and broadcasts copy nothing. Every
 tile operation becomes ordinary loops over local arrays in the IR; the backends and the
 autodiff transform see nothing new.
@@ -90,8 +91,8 @@ def check_shape(shape: Sequence[int]) -> tuple[int, ...]:
 def new_tile(b: IRBuilder, dtype: T.Type, shape: Sequence[int], name: str = "tile") -> Tile:
     """Fresh, uninitialised, row-major storage for a tile."""
     shape = check_shape(shape)
-    if not isinstance(dtype, (T.ScalarType, T.VectorType, T.MatrixType)):
-        raise KernelError(f"tiles hold scalars, vectors or matrices, not {dtype!r}")
+    if not isinstance(dtype, (T.ScalarType, T.VectorType, T.MatrixType, T.StructType)):
+        raise KernelError(f"tiles hold scalars, vectors, matrices or structs, not {dtype!r}")
     length = math.prod(shape) * components(dtype)
     if length > MAX_TILE_ELEMENTS:
         raise KernelError(f"a tile of shape {shape} and {dtype!r} holds {length} scalars; "
@@ -192,6 +193,10 @@ def store(b: IRBuilder, tile: Tile, indices: Sequence[ir.Value], value: ir.Value
 
 
 def zero_value(b: IRBuilder, dtype: T.Type) -> ir.Value:
+    if isinstance(dtype, T.StructType):
+        from kernelc.frontend import tile_structs
+
+        return tile_structs.zero(b, dtype)
     scalar = scalar_of(dtype)
     z = b.const(0, scalar)
     if components(dtype) == 1:

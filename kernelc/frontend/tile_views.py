@@ -260,8 +260,8 @@ def _in_place(name: str, opcode: OpCode, symbol: str):
             raise KernelError(f"{name}(): shapes {dst.shape} and {src.shape} differ")
         b = lowerer.b
         with tv.loop_nest(b, dst.shape) as idx:
-            x = lowerer.binary(opcode, Val(tv.load(b, dst, idx)), Val(tv.load(b, src, idx)),
-                               node)
+            x = lowerer.element_binary(opcode, Val(tv.load(b, dst, idx)),
+                                       Val(tv.load(b, src, idx)), node)
             tv.store(b, dst, idx, lowerer.as_val(x, node).value)
         return PyObj(None)
 
