@@ -81,9 +81,9 @@ class ScalarType(Type):
     def np_dtype(self) -> np.dtype:
         return np.dtype(_NP_NAMES.get(self.name, self.name))
 
-    def __call__(self, value: _Any) -> _Any:
+    def __call__(self, value: _Any = 0) -> _Any:
         """Host-side conversion, e.g. `kc.float32(1.5)` -> `numpy.float32(1.5)` (of the
-        subclass that also marks it a `HostScalar`)."""
+        subclass that also marks it a `HostScalar`); `kc.float32()` is zero, as in Warp."""
         make = _HOST_SCALARS.get(self.name, self.np_dtype.type)
         try:
             return make(value)
@@ -408,12 +408,13 @@ def fixedarray(dtype: _Any = _Any, shape: int | tuple[int, ...] | None = None) -
 
 
 def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """Row-major byte strides of a dense block of `shape`."""
+    """Row-major byte strides of a dense block of `shape`. A zero-length axis zeroes the
+    strides of the axes before it, as in Warp (`(1, 0)` of float32 has strides (0, 4))."""
     strides = []
     step = itemsize
     for n in reversed(shape):
         strides.append(step)
-        step *= max(n, 1)
+        step *= n
     return tuple(reversed(strides))
 
 

@@ -18,6 +18,11 @@ class HostScalar:
 
     __slots__ = ()
 
+    @property
+    def value(self) -> Any:
+        """The number as a Python int or float (Warp's scalar `.value`)."""
+        return self.item()  # type: ignore[attr-defined]
+
 
 def _refuse_power(base: Any, exponent: Any) -> Any:
     raise TypeError("'**' needs float operands (as in kernels); cast with float(x): "

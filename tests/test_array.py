@@ -451,11 +451,18 @@ def test_copy_strided(rng):
     column = kc.zeros(10, dtype=kc.float64)
     kc.copy(column, a[:, 1], dest_offset=3)
     np.testing.assert_array_equal(column.numpy()[3:7], values[:, 1])
-    strided_dest = kc.zeros((4, 6), dtype=kc.float64)
-    kc.copy(strided_dest.transpose(), a.transpose().contiguous().flatten())
+    strided_dest = kc.full((4, 6), np.float64(np.nan))
+    kc.copy(strided_dest.transpose(), a.transpose().contiguous())
     np.testing.assert_array_equal(strided_dest.numpy(), values)
-    with pytest.raises(ValueError, match="non-contiguous"):
+    with pytest.raises(ValueError, match="non-contiguous") as err:
         kc.copy(strided_dest.transpose(), a, dest_offset=1, count=2)
+    assert isinstance(err.value, RuntimeError)
+    # Element-by-element copies need one shape, as in Warp: no implicit reshape.
+    with pytest.raises(ValueError, match=r"destination shape=\(6, 4\), source shape=\(24,\)"):
+        kc.copy(strided_dest.transpose(), a.transpose().contiguous().flatten())
+    # A count on a multi-dimensional non-contiguous source is refused too.
+    with pytest.raises(ValueError, match="only supported for 1-D non-contiguous"):
+        kc.copy(kc.zeros(24, dtype=kc.float64), a.transpose(), count=2)
 
 
 def test_copy_bounds_errors():
@@ -469,7 +476,7 @@ def test_copy_bounds_errors():
     with pytest.raises(ValueError, match="non-negative"):
         kc.copy(dest, src, count=-1)
     with pytest.raises(TypeError, match="one dtype"):
-        kc.copy(kc.zeros(4, dtype=kc.int32), src)
+        kc.copy(kc.zeros(4, dtype=kc.int16), src)
     kc.copy(dest, kc.zeros(0))  # nothing to copy
 
 

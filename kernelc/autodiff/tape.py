@@ -189,6 +189,48 @@ class Tape:
             return adj
         return zero_of(a)
 
+    def visualize(self, filename: str | None = None, simplify_graph: bool = True,
+                  hide_readonly_arrays: bool = False, array_labels: dict | None = None,
+                  choose_longest_node_name: bool = True, ignore_graph_scopes: bool = False,
+                  track_inputs: Sequence[array] | None = None,
+                  track_outputs: Sequence[array] | None = None,
+                  track_input_names: Sequence[str] | None = None,
+                  track_output_names: Sequence[str] | None = None,
+                  graph_direction: str = "LR") -> str:
+        """The recorded operations as Graphviz dot code (render it with
+        `dot -Tsvg tape.dot -o tape.svg`), as Warp's `Tape.visualize`.
+
+        Launches and copies are nodes with edges from the arrays they read and to the
+        arrays they write; scopes are boxed clusters.
+
+        Args:
+            filename: Also write the code to this file.
+            simplify_graph: Draw a run of identical operations (or sequences of them) once,
+                in a cluster labelled "repeated Nx".
+            hide_readonly_arrays: Leave out arrays that no operation writes.
+            array_labels: Names for arrays (by default, the names of the caller's variables
+                that hold them, else `a0`, `a1`, ...).
+            choose_longest_node_name: Of several variables holding one array, name it after
+                the longest (else the shortest).
+            ignore_graph_scopes: Leave out the scope clusters.
+            track_inputs: Arrays always shown, even if read-only.
+            track_outputs: Arrays always shown.
+            track_input_names: Names for `track_inputs`, in order.
+            track_output_names: Names for `track_outputs`, in order.
+            graph_direction: Graphviz `rankdir` ("LR" left to right, "TB" top to bottom).
+
+        Returns:
+            The dot code.
+        """
+        import sys
+
+        from kernelc.autodiff.tape_graph import tape_dot
+
+        return tape_dot(self, filename, simplify_graph, hide_readonly_arrays, array_labels,
+                        choose_longest_node_name, ignore_graph_scopes, track_inputs,
+                        track_outputs, track_input_names, track_output_names,
+                        graph_direction, frame=sys._getframe(1))
+
     def reset(self) -> None:
         """Forgets every recorded operation and zeroes the gradients."""
         if config.verify_autograd_array_access:
@@ -337,25 +379,41 @@ def adj_copy(adj_dest: array, adj_src: array, dest_offset: int, src_offset: int,
 
     if adj_src.size == 0 or count == 0:
         return
-    regions = _windows(adj_src, adj_dest, dest_offset, src_offset, count)
-    if regions is not None and _addable(adj_src, adj_dest):
-        src_part, dest_part = regions
-        if adj_src.device != adj_dest.device and all(r.is_contiguous for r in regions):
+    reason = _fallback_reason(adj_src, adj_dest, dest_offset, src_offset, count)
+    if reason is None:
+        src_part, dest_part = _windows(adj_src, adj_dest, dest_offset, src_offset, count)
+        if adj_src.device != adj_dest.device:
             incoming = array(shape=src_part.shape, dtype=src_part.dtype, device=src_part.device)
             copy(incoming, dest_part)
             _add_into(src_part, incoming)
-        elif adj_src.device == adj_dest.device and not _overlap(src_part, dest_part):
-            _add_into(src_part, dest_part)
         else:
-            regions = None
-        if regions is not None:
-            if not dest_retain_grad:
-                dest_part.zero_()
-            return
-    log_warning("a copy recorded on the tape has a layout whose gradients cannot be "
-                "tracked exactly: the backward pass overwrites the source's gradient "
-                "instead of adding to it", UserWarning, stacklevel=3)
+            _add_into(src_part, dest_part)
+        if not dest_retain_grad:
+            dest_part.zero_()
+        return
+    log_warning(f"A tape-recorded kc.copy() has a copy pattern whose gradients cannot yet be "
+                f"fully tracked ({reason}): the backward pass overwrites the source's "
+                f"gradient instead of adding to it, and does not clear the destination's",
+                UserWarning, stacklevel=3, once=True)
     copy(adj_src, adj_dest, dest_offset=src_offset, src_offset=dest_offset, count=count)
+
+
+def _fallback_reason(adj_src: array, adj_dest: array, dest_offset: int, src_offset: int,
+                     count: int) -> str | None:
+    """Why the adjoint of a copy cannot add gradients exactly (None if it can), in the
+    words of Warp's warning."""
+    if not _addable(adj_src, adj_dest):
+        return "copy between unsupported gradient dtypes"
+    regions = _windows(adj_src, adj_dest, dest_offset, src_offset, count)
+    if adj_src.device != adj_dest.device:
+        if regions is not None and not all(r.is_contiguous for r in regions):
+            return "non-contiguous CPU/CUDA copy"
+        return None if regions is not None else "cross-device copy"
+    if regions is None:
+        return "copy with unsupported view or offset layout"
+    if _overlap(*regions):
+        return "overlapping copy"
+    return None
 
 
 def _add_into(a: array, b: array) -> None:

@@ -23,6 +23,7 @@ from kernelc.autograd.metadata import (
     Mask,
     evaluate,
     infer_device,
+    kept_read_marks,
     resolve_mask,
     restore,
     snapshot,
@@ -79,38 +80,39 @@ def jacobian(function: Kernel | Callable, dim: int | tuple[int, ...] | None = No
     """
     metadata = FunctionMetadata() if metadata is None else metadata
     inputs = _require_inputs(inputs)
-    is_kernel = isinstance(function, Kernel)
-    saved = None
-    if is_kernel:
-        _require_backward(function)
-        outputs = _kernel_outputs(outputs, dim)
-        device = infer_device(inputs + outputs) if device is None else device
-        if metadata.is_empty:
-            metadata.update_from_kernel(function, inputs, outputs)
-        tape = Tape()
-        tape.record_launch(function, dim, max_blocks, inputs, outputs, device, block_dim)
-    else:
-        saved = snapshot(inputs) if restore_inputs else None
-        tape = Tape()
-        with tape:
-            outputs = evaluate(function, inputs, saved)
-    try:
-        for entry in tape.launches:
-            if not callable(entry):
-                _require_backward(entry[0])
-        if metadata.is_empty:
-            metadata.update_from_function(function, inputs, outputs)
-        pairs = _pairs(inputs, outputs, resolve_mask(input_output_mask, metadata, len(inputs)))
-        _zero_grads(inputs + outputs)
-        jacobians = {pair: _backward_block(tape, inputs, outputs, *pair, max_outputs_per_var)
-                     for pair in pairs}
-    finally:
-        restore(inputs, saved)
-    if plot_jacobians:
-        from kernelc.autograd.plot import jacobian_plot
+    with kept_read_marks(inputs):  # a caller's pending tape keeps its marks
+        is_kernel = isinstance(function, Kernel)
+        saved = None
+        if is_kernel:
+            _require_backward(function)
+            outputs = _kernel_outputs(outputs, dim)
+            device = infer_device(inputs + outputs) if device is None else device
+            if metadata.is_empty:
+                metadata.update_from_kernel(function, inputs, outputs)
+            tape = Tape()
+            tape.record_launch(function, dim, max_blocks, inputs, outputs, device, block_dim)
+        else:
+            saved = snapshot(inputs) if restore_inputs else None
+            tape = Tape()
+            with tape:
+                outputs = evaluate(function, inputs, saved)
+        try:
+            for entry in tape.launches:
+                if not callable(entry):
+                    _require_backward(entry[0])
+            if metadata.is_empty:
+                metadata.update_from_function(function, inputs, outputs)
+            pairs = _pairs(inputs, outputs, resolve_mask(input_output_mask, metadata, len(inputs)))
+            _zero_grads(inputs + outputs)
+            jacobians = {pair: _backward_block(tape, inputs, outputs, *pair, max_outputs_per_var)
+                         for pair in pairs}
+        finally:
+            restore(inputs, saved)
+        if plot_jacobians:
+            from kernelc.autograd.plot import jacobian_plot
 
-        jacobian_plot(jacobians, metadata)
-    return jacobians
+            jacobian_plot(jacobians, metadata)
+        return jacobians
 
 
 def jacobian_fd(function: Kernel | Callable, dim: int | tuple[int, ...] | None = None,
@@ -156,34 +158,35 @@ def jacobian_fd(function: Kernel | Callable, dim: int | tuple[int, ...] | None =
     """
     metadata = FunctionMetadata() if metadata is None else metadata
     inputs = _require_inputs(inputs)
-    is_kernel = isinstance(function, Kernel)
-    saved = None
-    if is_kernel:
-        outputs = _kernel_outputs(outputs, dim)
-        device = infer_device(inputs + outputs) if device is None else device
-        if metadata.is_empty:
-            metadata.update_from_kernel(function, inputs, outputs)
-    else:
-        saved = snapshot(inputs) if restore_inputs else None
-        outputs = evaluate(function, inputs, saved)
-        try:
+    with kept_read_marks(inputs):  # a caller's pending tape keeps its marks
+        is_kernel = isinstance(function, Kernel)
+        saved = None
+        if is_kernel:
+            outputs = _kernel_outputs(outputs, dim)
+            device = infer_device(inputs + outputs) if device is None else device
             if metadata.is_empty:
-                metadata.update_from_function(function, inputs, outputs)
+                metadata.update_from_kernel(function, inputs, outputs)
+        else:
+            saved = snapshot(inputs) if restore_inputs else None
+            outputs = evaluate(function, inputs, saved)
+            try:
+                if metadata.is_empty:
+                    metadata.update_from_function(function, inputs, outputs)
+            finally:
+                restore(inputs, saved)
+        pairs = _pairs(inputs, outputs, resolve_mask(input_output_mask, metadata, len(inputs)))
+        launch_args = (dim, device, max_blocks, block_dim)
+        try:
+            jacobians = {pair: _difference_block(function, launch_args, inputs, outputs, *pair,
+                                                 saved, max_inputs_per_var, eps)
+                         for pair in pairs}
         finally:
             restore(inputs, saved)
-    pairs = _pairs(inputs, outputs, resolve_mask(input_output_mask, metadata, len(inputs)))
-    launch_args = (dim, device, max_blocks, block_dim)
-    try:
-        jacobians = {pair: _difference_block(function, launch_args, inputs, outputs, *pair,
-                                             saved, max_inputs_per_var, eps)
-                     for pair in pairs}
-    finally:
-        restore(inputs, saved)
-    if plot_jacobians:
-        from kernelc.autograd.plot import jacobian_plot
+        if plot_jacobians:
+            from kernelc.autograd.plot import jacobian_plot
 
-        jacobian_plot(jacobians, metadata)
-    return jacobians
+            jacobian_plot(jacobians, metadata)
+        return jacobians
 
 
 # ---- one (input, output) pair ------------------------------------------------------------

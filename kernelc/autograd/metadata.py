@@ -5,7 +5,8 @@ shared by `jacobian` and `jacobian_fd` (argument masks, the launch device, input
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,6 +166,27 @@ def restore(inputs: Sequence[Any], saved: Sequence[array | None] | None) -> None
     for x, copy in zip(inputs, saved):
         if copy is not None:
             x.assign(copy)
+
+
+@contextmanager
+def kept_read_marks(inputs: Sequence[Any]) -> Iterator[None]:
+    """Runs a gradient check with the read marks (`verify_autograd_array_access`) of the
+    array inputs, and of the arrays they view, cleared, and puts them back afterwards: the
+    check's own tapes must neither warn about reads recorded on a caller's pending tape nor
+    erase them, so a later overwrite still warns against that tape."""
+    nodes = []
+    for x in inputs:
+        node = x if isinstance(x, array) else None
+        while node is not None:
+            nodes.append((node, node._is_read))
+            node = node._ref
+    for node, _ in nodes:
+        node._is_read = False
+    try:
+        yield
+    finally:
+        for node, was_read in nodes:
+            node._is_read = was_read
 
 
 def evaluate(function: Callable, inputs: Sequence[Any],

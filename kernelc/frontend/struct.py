@@ -182,17 +182,19 @@ def _array_bytes(t: T.ArrayType, value: Any) -> bytes:
     kc_type = getattr(value, "_kc_type", None)
     if not isinstance(kc_type, T.ArrayType) or kc_type.ndim != t.ndim or kc_type.dtype != t.dtype:
         raise TypeError(f"expected {t!r}, got {type(value).__name__}")
+    if value.ptr is None:  # a type-only array packs as a null one, as in Warp
+        return bytes(t.size)
     header = [int(value.ptr)] + list(value.shape) + list(value.strides)
     return np.asarray(header, dtype=np.int64).tobytes()
 
 
 def _indexed_bytes(t: T.IndexedArrayType, value: Any) -> bytes:
     """An indexed array's record (`kernelc.types.IndexedArrayType`); None packs a null one."""
-    if value is None:
-        return bytes(t.size)
     kc_type = getattr(value, "_kc_type", None)
+    if value is None or kc_type == t and getattr(value, "data", None) is None:
+        return bytes(t.size)  # None or a type-only indexed array: a null one
     if not isinstance(kc_type, T.IndexedArrayType) or kc_type.ndim != t.ndim \
-            or kc_type.dtype != t.dtype or getattr(value, "data", None) is None:
+            or kc_type.dtype != t.dtype:
         raise TypeError(f"expected {t!r}, got {type(value).__name__}")
     packed = getattr(value, "_kc_packed", None)  # its parts never change: packed once
     if packed is None:

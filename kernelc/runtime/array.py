@@ -146,11 +146,10 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         self.ndim = len(shape)
         self.size = math.prod(shape)
         self.device = alloc.device
-        # Axes of length 1 never move the address, so their strides do not matter.
-        self.is_contiguous = dense or self.size == 0 or all(
-            s == c for n, s, c in zip(shape, strides, contiguous_strides(shape, dtype.size))
-            if n != 1
-        )
+        # Warp's rule: exactly the row-major strides, even on axes of length 1 (`a[::2]`
+        # of two elements is not contiguous), so code that checks it behaves the same.
+        self.is_contiguous = dense or self.size == 0 or strides == contiguous_strides(
+            shape, dtype.size)
         whole = ptr == alloc.ptr and self.is_contiguous and self.size
         self.capacity = alloc.nbytes if whole else memory.span(shape, strides, dtype.size)
         self._kc_type = ArrayType(dtype, len(shape))
@@ -457,14 +456,17 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         return self if target == self.device else clone(self, device=target)
 
     def fill_(self, value: Any) -> None:
-        """Sets every element to `value` (a scalar, a vector/matrix of the element shape, or
-        a struct instance)."""
+        """Sets every element to `value` (a scalar, a vector/matrix of the element shape, a
+        matrix's components in one row (a flat list or 1-d NumPy array), or a struct
+        instance)."""
         self._require_memory("fill_()")
         np_dtype, inner = element_layout(self.dtype)
         pattern = element_storage(struct_fill_value(self.dtype, value), self.dtype, np_dtype)
         if pattern.shape not in ((), inner):
-            raise ValueError(f"cannot fill an array of {self.dtype!r} with a value of "
-                             f"shape {pattern.shape}")
+            if len(inner) != 2 or pattern.shape != (math.prod(inner),):
+                raise ValueError(f"cannot fill an array of {self.dtype!r} with a value of "
+                                 f"shape {pattern.shape}")
+            pattern = pattern.reshape(inner)  # a matrix's components in a row, as Warp takes
         if self.size:
             memory.fill_array(self, np.broadcast_to(pattern, inner))
         keep_field_arrays(self, self.dtype, value)

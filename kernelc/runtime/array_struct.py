@@ -91,7 +91,10 @@ def struct_instance(st: T.StructType, record: np.void) -> Any:
     for name, field in st.fields:
         item = record[name]
         if isinstance(field, (T.ArrayType, T.IndexedArrayType)):
-            values[name] = None  # only its address is stored: the object is not known
+            # Only an address is stored, not the array object: as Warp does, give a
+            # memoryless array of the field's dtype and ndim rather than a view that
+            # could outlive the memory.
+            values[name] = _field_annotation(field)
         elif isinstance(field, T.StructType):
             values[name] = struct_instance(field, item)
         elif isinstance(field, (T.VectorType, T.MatrixType)):
@@ -99,6 +102,17 @@ def struct_instance(st: T.StructType, record: np.void) -> Any:
         else:
             values[name] = field(numbers(item, field))
     return st.cls(**values)
+
+
+def _field_annotation(field: T.ArrayType | T.IndexedArrayType) -> Any:
+    """A type-only `kc.array` (or `kc.indexedarray`) of an array field's dtype and ndim."""
+    if isinstance(field, T.IndexedArrayType):
+        from kernelc.runtime.indexedarray import indexedarray
+
+        return indexedarray(dtype=field.dtype, ndim=field.ndim)
+    from kernelc.runtime.array import array
+
+    return array(dtype=field.dtype, ndim=field.ndim)
 
 
 def struct_instances(st: T.StructType, records: np.ndarray) -> list[Any]:

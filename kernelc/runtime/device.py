@@ -58,6 +58,24 @@ class Device:
         return self.ordinal >= 0
 
     @property
+    def sm_count(self) -> int:
+        """Streaming multiprocessors of a CUDA device; 0 on the CPU, as in Warp."""
+        return self._cuda_attribute("CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT")
+
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        """Bytes of shared memory a block can opt in to on a CUDA device; 0 on the CPU,
+        as in Warp."""
+        return self._cuda_attribute("CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+
+    def _cuda_attribute(self, name: str) -> int:
+        if self.is_cpu:
+            return 0
+        from kernelc.runtime.cuda import _ATTR, device_info
+
+        return device_info(self).attribute(getattr(_ATTR, name))
+
+    @property
     def default_allocator(self) -> Any:
         """The built-in allocator without a memory pool: host memory on the CPU,
         `cuMemAlloc` on CUDA. A custom allocator can wrap it (see `kc.set_device_allocator`)."""

@@ -146,6 +146,6 @@ def kc_copy(dest: Any, src: Any, dest_offset: int, src_offset: int, count: int) 
             raise TypeError(f"kc.copy: the {what} must be an array, got {type(arr).__name__}")
         arr._require_memory("kc.copy")
     if dest_offset or src_offset or (count and (count != src.size or count != dest.size)):
-        raise ValueError("kc.copy: dest_offset, src_offset and count are not supported with "
-                         "indexed arrays (copy whole arrays of one shape)")
+        raise memory.CopyError("kc.copy: dest_offset, src_offset and count are not supported "
+                               "with indexed arrays (copy whole arrays of one shape)")
     copy_checked(dest, src)

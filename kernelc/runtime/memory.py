@@ -396,13 +396,6 @@ def copy_bytes(dest: Device, dest_ptr: int, src: Device, src_ptr: int, nbytes: i
                        dest, dest_ptr, src, src_ptr, nbytes, keep=keep)
 
 
-def _scalar_layout(dtype: T.Type) -> tuple:
-    """(scalar type, count) of an element type; itself for structs and the like."""
-    if isinstance(dtype, (T.VectorType, T.MatrixType)):
-        return dtype.dtype, dtype.count
-    return (dtype, 1) if isinstance(dtype, T.ScalarType) else (dtype,)
-
-
 class CopyError(ValueError, RuntimeError):
     """A `kc.copy` range or layout that cannot be copied: a ValueError, and a RuntimeError
     as the same mistake is in Warp (so `except RuntimeError` in a Warp program catches it)."""
@@ -412,38 +405,35 @@ class CopyTypeError(TypeError, RuntimeError):
     """`kc.copy` between arrays of incompatible dtypes (a RuntimeError too, as in Warp)."""
 
 
-def _flat_part(arr: array, offset: int, count: int) -> array:
-    """Elements [offset, offset + count) of `arr` in row-major order, as an array that can
-    be read and written: a view where the layout allows (contiguous or 1-d), otherwise a
-    dense copy of the elements, which can only be read."""
-    if arr.is_contiguous:
-        return arr._view(arr.ptr, (arr.size,), (arr.dtype.size,))[offset:offset + count]
-    if arr.ndim == 1:
-        return arr._view(arr.ptr, arr.shape, arr.strides)[offset:offset + count]
-    # (A view without the grad: this dense temporary must not copy or record grads.)
-    return arr._view(arr.ptr, arr.shape, arr.strides).flatten()[offset:offset + count]
+def _gradless(arr: array) -> array:
+    """A view of all of `arr` without its grad (parts of it must not copy grads)."""
+    return arr._view(arr.ptr, arr.shape, arr.strides)
 
 
 def copy_elements(dest: array, src: array, dest_offset: int, src_offset: int, count: int) -> None:
-    """Copies `count` elements between flattened arrays (the ranges already checked)."""
-    if dest_offset == src_offset == 0 and dest.shape == src.shape and count == src.size:
-        copy_array(dest, src)
-    elif dest.is_contiguous and src.is_contiguous:
+    """Copies `count` elements between the arrays (the ranges already checked), by Warp's
+    rules: contiguous arrays by flat offsets; otherwise element by element, where offsets
+    need 1-d arrays and the (sliced) shapes must be equal."""
+    if dest.is_contiguous and src.is_contiguous:
+        if dest_offset == src_offset == 0 and dest.shape == src.shape and count == src.size:
+            copy_array(dest, src)
+            return
         size = dest.dtype.size
         copy_bytes(dest.device, dest.ptr + dest_offset * size,
                    src.device, src.ptr + src_offset * size, count * size, keep=(dest, src))
-    elif dest.is_contiguous or dest.ndim == 1 or (dest_offset == 0 and count == dest.size):
-        # Offsets count elements of the flattened arrays (Warp's rule for 1-d strided views;
-        # a multi-dimensional source is read in row-major order, a kernelc extension).
-        part = _flat_part(src, src_offset, count)
-        if dest.is_contiguous or dest.ndim == 1:
-            copy_array(_flat_part(dest, dest_offset, count), part)
-        else:
-            copy_array(dest, part.contiguous().reshape(dest.shape))
-    else:
-        raise CopyError(f"kc.copy: dest_offset, src_offset and count are only supported for "
-                        f"1-D non-contiguous arrays (destination shape={dest.shape}); copy "
-                        f"into a contiguous array instead")
+        return
+    if dest_offset or src_offset or count != src.size or count != dest.size:
+        if src.ndim != 1 or dest.ndim != 1:
+            raise CopyError(f"kc.copy: dest_offset, src_offset and count are only supported "
+                            f"for 1-D non-contiguous arrays (destination shape={dest.shape}, "
+                            f"source shape={src.shape}); copy through a contiguous array")
+        src = _gradless(src)[src_offset:src_offset + count]
+        dest = _gradless(dest)[dest_offset:dest_offset + count]
+    if src.shape != dest.shape:
+        # Element-by-element copies keep the shape, as in Warp (no implicit reshape).
+        raise CopyError(f"kc.copy: Incompatible array shapes for a non-contiguous copy: "
+                        f"destination shape={dest.shape}, source shape={src.shape}")
+    copy_array(dest, src)
 
 
 def fill_array(dest: array, value: np.ndarray) -> None:
@@ -497,13 +487,18 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
     When both arrays have a `.grad`, the same elements of the grads are copied too and an
     active `kc.Tape` records the copy's adjoint (Warp's behaviour).
 
+    Contiguous arrays are copied by flat offsets. If either array is not contiguous, the
+    elements are copied one by one, as in Warp: offsets and a partial count need both
+    arrays to be 1-d, and the arrays (or their 1-d parts) must have one shape.
+
     Raises:
         ValueError: An offset or the count is negative, the range falls outside either
-            array, or offsets are used with a multi-dimensional non-contiguous destination
-            (a `CopyError`, also a RuntimeError as in Warp).
-        TypeError: An argument is not an array or an offset not an int, or the dtypes
-            differ (except in name only: the same scalars, e.g. float64 and
-            `vector(1, float64)`, are copied byte for byte, as in Warp); also a RuntimeError.
+            array, offsets or a partial count are used with a multi-dimensional
+            non-contiguous array, or non-contiguous arrays differ in shape (a `CopyError`,
+            also a RuntimeError as in Warp).
+        TypeError: An argument is not an array or an offset not an int, or the element
+            sizes differ (dtypes of one byte size, e.g. float32 and int32, are copied byte
+            for byte, as in Warp); also a RuntimeError.
 
     Indexed arrays (`kc.indexedarray`) are copied whole, as in Warp: with them the offsets
     must be 0 and the count 0 or the size of both.
@@ -516,13 +511,16 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
         return kc_copy(dest, src, dest_offset, src_offset, count)
     dest._require_memory("kc.copy")
     src._require_memory("kc.copy")
+    data_src = src
     if dest.dtype != src.dtype:
-        if _scalar_layout(dest.dtype) != _scalar_layout(src.dtype):
-            raise CopyTypeError(f"kc.copy needs arrays of one dtype, got destination dtype="
-                                f"{dest.dtype!r}, source dtype={src.dtype!r}")
-        # The same scalars under another name (float64 and vector(1, float64), a vec4 and
-        # a mat22): Warp copies such arrays byte for byte.
-        src = src.view(dest.dtype)
+        if dest.dtype.size != src.dtype.size:
+            raise CopyTypeError(f"kc.copy needs arrays of one dtype or of one element size, "
+                                f"got destination dtype={dest.dtype!r}, source dtype="
+                                f"{src.dtype!r} ({dest.dtype.size} and {src.dtype.size} "
+                                f"bytes)")
+        # Elements of one byte size are copied as they are (float32 bits into an int32
+        # array, a vec4 into a mat22), as Warp does.
+        data_src = src.view(dest.dtype)
     n = count or src.size
     for what, arr, offset in (("source", src, src_offset), ("destination", dest, dest_offset)):
         if offset + n > arr.size:
@@ -531,7 +529,7 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
                             f"the {what} size)")
     if n == 0:
         return
-    copy_elements(dest, src, dest_offset, src_offset, n)
+    copy_elements(dest, data_src, dest_offset, src_offset, n)
     if dest.grad is not None and src.grad is not None:
         from kernelc.runtime.array_grad import copy_grads
 
