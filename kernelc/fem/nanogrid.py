@@ -311,13 +311,9 @@ class Nanogrid(NanogridBase):
 
         Positions are each environment's own: `fem.lookup` and `PicQuadrature` take the
         environment to search (`env_index`, `env_indices`)."""
-        from kernelc.fem.nanogrid_env import build_nanogrid
-        if cell_ijks is not None:
-            if points is not None:
-                raise TypeError("points and cell_ijks cannot both be provided")
-            points = cell_ijks
-        if points is None:
-            raise TypeError("points is required")
+        from kernelc.fem.nanogrid_env import build_nanogrid, given_points
+
+        points = given_points(points, cell_ijks)
         capacity = {k: v for k, v in (("max_active_voxels", max_active_voxels),
                                       ("max_leaf_nodes", max_leaf_nodes),
                                       ("max_lower_nodes", max_lower_nodes),

@@ -80,13 +80,9 @@ class AdaptiveNanogrid(NanogridBase):
         `cell_levels` (uint8) their levels. Generated offsets are multiples of the
         coarsest cell size, with one coarse cell of guard between environments. Warp's
         older form (per-environment arrays of voxels and of levels) is accepted too."""
-        from kernelc.fem.nanogrid_env import build_adaptive_nanogrid
-        if cell_ijks is not None:
-            if points is not None:
-                raise TypeError("points and cell_ijks cannot both be provided")
-            points = cell_ijks
-        if points is None:
-            raise TypeError("points is required")
+        from kernelc.fem.nanogrid_env import build_adaptive_nanogrid, given_points
+
+        points = given_points(points, cell_ijks)
         if not hasattr(points, "shape"):  # older form: (cell_ijks, levels, level_count, offsets)
             if isinstance(point_envs, int):
                 level_count, point_envs = point_envs, None

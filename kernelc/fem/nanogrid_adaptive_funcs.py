@@ -261,13 +261,8 @@ def adaptive_nanogrid_funcs(scalar: Any) -> SimpleNamespace:
         return projected, kc.length_sq(kc.volume_index_to_world_dir(arg.cell_arg.cell_grid,
                                                                     offset))
 
-    @kc.func
-    def cell_environment_index(arg: CellArg, s: Any):
-        return arg.cell_env[s.element_index]
-
-    @kc.func
-    def side_environment_index(arg: SideArg, s: Any):
-        return arg.face_env[s.element_index]
+    cell_environment_index = base.cell_environment_index
+    side_environment_index = base.side_environment_index
 
     scope = locals()
     names = ("cell_environment_index", "side_environment_index",

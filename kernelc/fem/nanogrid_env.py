@@ -145,6 +145,17 @@ def packed_cell_grid(packed: np.ndarray, valid: np.ndarray, envs: np.ndarray, *,
     return grid, cell_env
 
 
+def given_points(points: Any, cell_ijks: Any) -> Any:
+    """The points, given as `points` or by Warp's older keyword `cell_ijks`."""
+    if cell_ijks is not None:
+        if points is not None:
+            raise TypeError("points and cell_ijks cannot both be provided")
+        points = cell_ijks
+    if points is None:
+        raise TypeError("points is required")
+    return points
+
+
 def _legacy_sequence(points: Any, levels: Any) -> tuple[Any, Any, Any, int]:
     """Warp's older form: one voxel array (and one level array) per environment."""
     arrays = list(points)

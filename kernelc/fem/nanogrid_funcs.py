@@ -235,12 +235,13 @@ def nanogrid_funcs(scalar: Any) -> SimpleNamespace:
         return projected, kc.length_sq(kc.volume_index_to_world_dir(arg.cell_arg.cell_grid,
                                                                     offset))
 
+    # (shared with adaptive nanogrids, whose arguments have the same fields)
     @kc.func
-    def cell_environment_index(arg: CellArg, s: Any):
+    def cell_environment_index(arg: Any, s: Any):
         return arg.cell_env[s.element_index]
 
     @kc.func
-    def side_environment_index(arg: SideArg, s: Any):
+    def side_environment_index(arg: Any, s: Any):
         return arg.face_env[s.element_index]
 
     scope = locals()

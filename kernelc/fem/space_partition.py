@@ -7,6 +7,9 @@ owned frontier (on its cells and on a frontier side), halo nodes of its own side
 cells across them), halo nodes of frontier sides owned by other partitions; the
 partition's nodes are these, category after category, each by increasing space node.
 Without the halo, only the owned nodes (all counted as interior).
+
+`EnvironmentSpacePartition` (`make_space_partition(..., environment_first=True)`) lists the
+nodes environment by environment instead.
 """
 
 from typing import Any
@@ -21,7 +24,39 @@ from kernelc.fem.topology import SpaceTopology
 _OWNED_INTERIOR, _OWNED_FRONTIER, _HALO_LOCAL, _HALO_OTHER, _EXTERIOR = range(5)
 
 
-class NodePartition(SpacePartition):
+class _ListedNodes(SpacePartition):
+    """A partition given by the list of its space nodes (`_nodes`, int32) and the inverse
+    map (`_to_partition`: each space node's partition index, -1 outside)."""
+
+    _nodes: np.ndarray
+    _to_partition: np.ndarray
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def space_node_indices(self) -> Any:
+        """The space node of each partition node, a `kc.array` of int."""
+        key = str(kc.get_device())
+        if key not in self._device_nodes:
+            self._device_nodes[key] = kc.array(self._nodes, dtype=kc.int32)
+        return self._device_nodes[key]
+
+    def host_space_node_indices(self) -> np.ndarray:
+        """The space node of each partition node (read-only int32)."""
+        out = self._nodes.view()
+        out.setflags(write=False)
+        return out
+
+    def host_partition_indices(self, space_nodes: np.ndarray) -> np.ndarray:
+        """The partition index of each of `space_nodes` (-1 outside the partition)."""
+        # -1: no node (past a point basis' cell count) stays none
+        return np.where(space_nodes >= 0, self._to_partition[space_nodes], -1)
+
+
+class NodePartition(_ListedNodes):
     """The nodes of `space_topology` touching the cells (and, with the halo, the sides) of
     `geo_partition`.
 
@@ -75,12 +110,6 @@ class NodePartition(SpacePartition):
     def name(self) -> str:
         return f"{self.space_topology.name}_{self._geo_partition.name}_NodePartition"
 
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
-    def __hash__(self) -> int:
-        return id(self)
-
     def node_count(self) -> int:
         """Nodes of the partition, halo included."""
         return int(self._offsets[_EXTERIOR])
@@ -93,23 +122,6 @@ class NodePartition(SpacePartition):
         """Nodes on the partition's cells and on none of its frontier sides."""
         return int(self._offsets[_OWNED_FRONTIER])
 
-    def space_node_indices(self) -> Any:
-        """The space node of each partition node, a `kc.array` of int."""
-        key = str(kc.get_device())
-        if key not in self._device_nodes:
-            self._device_nodes[key] = kc.array(self._nodes, dtype=kc.int32)
-        return self._device_nodes[key]
-
-    def host_space_node_indices(self) -> np.ndarray:
-        """The space node of each partition node (read-only int32)."""
-        out = self._nodes.view()
-        out.setflags(write=False)
-        return out
-
-    def host_partition_indices(self, space_nodes: np.ndarray) -> np.ndarray:
-        """The partition index of each of `space_nodes` (-1 outside the partition)."""
-        # -1: no node (past a point basis' cell count) stays none
-        return np.where(space_nodes >= 0, self._to_partition[space_nodes], -1)
 
 
 def _nodes_of(table: np.ndarray) -> np.ndarray:
@@ -118,10 +130,8 @@ def _nodes_of(table: np.ndarray) -> np.ndarray:
     return flat[flat >= 0]
 
 
-__all__ = ["NodePartition"]
 
-
-class EnvironmentSpacePartition(SpacePartition):
+class EnvironmentSpacePartition(_ListedNodes):
     """The nodes of a space grouped by environment (Warp's `EnvironmentSpacePartition`, made
     by `make_space_partition(..., environment_first=True)`): each environment's nodes are
     contiguous, so that per-environment solvers can use `env_offsets` as batch offsets.
@@ -174,6 +184,7 @@ class EnvironmentSpacePartition(SpacePartition):
         self._to_partition = np.full(node_total, -1, dtype=np.int32)
         self._to_partition[self._nodes[:mapped]] = np.arange(mapped, dtype=np.int32)
         self._offsets = None if offsets is None else offsets.astype(np.int32)
+        self._device_nodes: dict[str, Any] = {}
 
     @property
     def geo_partition(self) -> Any:
@@ -184,12 +195,6 @@ class EnvironmentSpacePartition(SpacePartition):
     def name(self) -> str:
         part = "Whole" if self._geo_partition is None else self._geo_partition.name
         return f"{self.space_topology.name}_{part}_EnvironmentFirst"
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
-    def __hash__(self) -> int:
-        return id(self)
 
     def node_count(self) -> int:
         return self._count
@@ -212,16 +217,5 @@ class EnvironmentSpacePartition(SpacePartition):
         out = np.where(self._to_partition < 0, NULL_NODE_INDEX, self._to_partition)
         return kc.array(out.astype(np.int32), dtype=kc.int32)
 
-    def space_node_indices(self) -> Any:
-        """The space node of each partition node, a `kc.array` of int."""
-        return kc.array(self._nodes, dtype=kc.int32)
 
-    def host_space_node_indices(self) -> np.ndarray:
-        """The space node of each partition node (read-only int32)."""
-        out = self._nodes.view()
-        out.setflags(write=False)
-        return out
-
-    def host_partition_indices(self, space_nodes: np.ndarray) -> np.ndarray:
-        """The partition index of each of `space_nodes` (-1 outside the partition)."""
-        return np.where(space_nodes >= 0, self._to_partition[space_nodes], -1)
+__all__ = ["EnvironmentSpacePartition", "NodePartition"]
