@@ -414,8 +414,3 @@ def _grid3d_funcs(scalar: Any) -> SimpleNamespace:
     scope = locals()
     return SimpleNamespace(**{n: scope[n] for n in names})
 
-
-def make_grid3d_topology(geometry: Grid3D, shape: Any) -> Any:
-    """Topologies other than the Lagrange node grid on 3-D grids (not supported yet)."""
-    raise NotImplementedError(f"{shape.name} spaces on Grid3D are not supported yet "
-                              "(only Lagrange bases with nodes on the element ends)")

@@ -8,8 +8,9 @@ on the boundary), as in Warp, so `2 * NODES_PER_ELEMENT` per side.
 Grid numberings are Warp's:
 - Lagrange bases with nodes on the element ends (Gauss-Lobatto, closed Newton-Cotes) live
   on the global node grid: node (x, y) is x * (res[1] * k + 1) + y, (x, y, z) likewise;
-- other bases (serendipity, ...) number vertex nodes first (vertex-major), then interior
-  nodes (cell-major), then side / edge / face nodes (by side index).
+- other bases (serendipity, ...) on 2-D grids number vertex nodes first (vertex-major),
+  then interior nodes (cell-major), then side nodes (by side index); on 3-D grids, vertex,
+  edge, face then interior nodes (`topology_grid3d.py`).
 
 Mesh numberings: `topology_mesh.py` (triangles, tetrahedra), `topology_quadhex.py`
 (quadrilaterals, hexahedra).
@@ -229,12 +230,12 @@ def make_topology(geometry: Geometry, shape: ShapeFunction,
         if closed_lagrange:
             return GridNodeGridTopology(geometry, shape)
         return Grid2DElementTopology(geometry, shape)
-    from kernelc.fem.grid3d import make_grid3d_topology
-
     if isinstance(geometry, Grid3D):
         if closed_lagrange:
             return GridNodeGridTopology(geometry, shape)
-        return make_grid3d_topology(geometry, shape)
+        from kernelc.fem.topology_grid3d import Grid3DElementTopology
+
+        return Grid3DElementTopology(geometry, shape)
     from kernelc.fem.nanogrid import NanogridBase, NanogridTopology
 
     if isinstance(geometry, NanogridBase):
