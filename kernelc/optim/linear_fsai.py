@@ -179,6 +179,10 @@ class FSAI(LinearOperator):
         floor, factor_dtype = _check_options(A, max_row_size, kap_tolerance, pivot_floor,
                                              factor_dtype, reuse_pattern, max_step_size,
                                              defer_pattern)
+        if getattr(A, "row_counts", None) is not None:  # the kernels read compact rows
+            from kernelc.sparse.padded import compacted
+
+            A = compacted(A)
         self.max_row_size = max_row_size
         self.max_step_size = max_step_size
         self.factor_dtype = factor_dtype

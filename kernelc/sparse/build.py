@@ -17,15 +17,21 @@ import kernelc as kc
 from kernelc import types as T
 from kernelc.runtime.array import array
 from kernelc.sparse import kernels as K
+from kernelc.sparse.mapped import (
+    BsrTripletMap,
+    resolve_mapping,
+    set_masked_from_triplets,
+    triplet_values_3d,
+)
 from kernelc.sparse.matrix import (
     BsrMatrix,
     block_type_for,
     ensure_fits,
     host_rows_columns,
     matrix_and_scale,
-    scalar_view,
     set_topology,
 )
+from kernelc.sparse.padded import check_topology, compacted, set_zero_topology, store
 
 # Bits that make a scalar non-zero: everything but the sign (Warp's zero masks).
 _ZERO_MASKS = {T.float16: (np.uint16, 0x7FFF), T.float32: (np.uint32, 0x7FFFFFFF),
@@ -33,37 +39,74 @@ _ZERO_MASKS = {T.float16: (np.uint16, 0x7FFF), T.float32: (np.uint32, 0x7FFFFFFF
 
 
 def bsr_zeros(rows_of_blocks: int, cols_of_blocks: int, block_type: Any,
-              device: Any = None) -> BsrMatrix:
+              device: Any = None, *, topology: str | None = None, row_capacity: Any = None,
+              nnz_capacity: int | None = None) -> BsrMatrix:
     """An empty (all-zero) BSR matrix (Warp's `warp.sparse.bsr_zeros`).
 
     Args:
         rows_of_blocks: Number of rows of blocks.
         cols_of_blocks: Number of columns of blocks.
-        block_type: `kc.float16` / `kc.float32` / `kc.float64` (a CSR matrix) or a matrix type such as
-            `kc.mat33` or `kc.types.matrix(shape=(2, 3), dtype=kc.float64)`.
+        block_type: `kc.float16` / `kc.float32` / `kc.float64` (a CSR matrix) or a matrix
+            type such as `kc.mat33` or `kc.types.matrix(shape=(2, 3), dtype=kc.float64)`.
         device: Device of the matrix's arrays (default: the current device).
+        topology: `"compact"` or `"padded"` (default: padded when `row_capacity` is given).
+        row_capacity: Padded storage: the block capacity of every row (an int), or of each
+            row (an int32 array of `rows_of_blocks` elements).
+        nnz_capacity: Slots to allocate in `columns` and `values` (default: the total row
+            capacity).
 
     Returns:
         A matrix with no stored blocks.
 
     Raises:
-        ValueError: `block_type` is neither a scalar nor a matrix type.
-        TypeError: Scalars other than float16, float32 and float64.
+        ValueError: `block_type` is neither a scalar nor a matrix type; an unknown
+            `topology`; a negative or misshapen capacity.
+        TypeError: Scalars other than float16, float32 and float64; a `row_capacity`
+            array that is not int32.
     """
-    return BsrMatrix(rows_of_blocks, cols_of_blocks, block_type, device)
+    if topology is None:
+        topology = "padded" if row_capacity is not None else "compact"
+    topology = check_topology(topology, ("compact", "padded"))
+    A = BsrMatrix(rows_of_blocks, cols_of_blocks, block_type, device)
+    if topology == "padded" or nnz_capacity is not None:
+        set_zero_topology(A, topology, row_capacity, nnz_capacity, None)
+    return A
 
 
 def bsr_set_zero(bsr: BsrMatrix, rows_of_blocks: int | None = None,
-                 cols_of_blocks: int | None = None) -> None:
+                 cols_of_blocks: int | None = None, *, topology: str = "compact",
+                 row_capacity: Any = None, nnz_capacity: int | None = None) -> None:
     """Removes every block of `bsr`, optionally resizing it (Warp's `bsr_set_zero`).
 
     Args:
         bsr: The matrix to clear.
         rows_of_blocks: New number of rows of blocks (None: unchanged).
         cols_of_blocks: New number of columns of blocks (None: unchanged).
+        topology: `"compact"` drops all storage; `"padded"` empties every row but keeps
+            (or sets, with `row_capacity`) the row capacities; `"masked"` keeps the blocks
+            and sets their values to zero.
+        row_capacity: Padded: new capacity of every row (an int) or of each row (an array).
+            Without it, kept rows keep their capacity and new rows get none.
+        nnz_capacity: Slots to allocate in `columns` and `values`.
+
+    Raises:
+        ValueError: An unknown `topology`; `row_capacity` without `"padded"`; resizing with
+            `"masked"`.
     """
-    resize(bsr, rows_of_blocks, cols_of_blocks)
-    set_topology(bsr, np.zeros(bsr.nrow + 1, np.int32), np.zeros(0, np.int32))
+    topology = check_topology(topology)
+    if row_capacity is not None and topology != "padded":
+        raise ValueError("row_capacity requires topology='padded'")
+    if topology == "masked":
+        if rows_of_blocks is not None or cols_of_blocks is not None:
+            raise ValueError("Cannot resize a matrix with topology='masked'")
+        bsr.values.zero_()
+        return
+    old_offsets = bsr.offsets.numpy()[: bsr.nrow + 1].astype(np.int64)
+    if cols_of_blocks is not None:
+        bsr.ncol = int(cols_of_blocks)
+    if rows_of_blocks is not None:
+        bsr.nrow = int(rows_of_blocks)
+    set_zero_topology(bsr, topology, row_capacity, nnz_capacity, old_offsets)
 
 
 def resize(bsr: BsrMatrix, rows_of_blocks: int | None, cols_of_blocks: int | None) -> None:
@@ -149,9 +192,10 @@ def _check_triplets(dest: BsrMatrix, rows: array, columns: array, values: array 
 
 def bsr_set_from_triplets(dest: BsrMatrix, rows: array, columns: array,
                           values: array | None = None, count: array | None = None,
-                          prune_numerical_zeros: bool = True) -> None:
+                          prune_numerical_zeros: bool = True, topology: str | None = None,
+                          build_mapping: Any = None) -> BsrTripletMap | None:
     """Fills `dest` from coordinate (COO) triplets, discarding its blocks (Warp's
-    `warp.sparse.bsr_set_from_triplets`, compact topology).
+    `warp.sparse.bsr_set_from_triplets`).
 
     Triplets with a row or column out of range are ignored; with `prune_numerical_zeros`,
     so are blocks whose coefficients are all (+ or -) zero. Duplicates are summed (in
@@ -169,29 +213,62 @@ def bsr_set_from_triplets(dest: BsrMatrix, rows: array, columns: array,
             left uninitialised.
         count: Optional 1-element int32 array: use only the first `count[0]` triplets.
         prune_numerical_zeros: Drop triplets whose block is zero.
+        topology: `"compact"` (default) rebuilds dest's storage; `"padded"` writes the
+            rows into dest's row capacity (see `bsr_zeros(row_capacity=...)`);
+            `"masked"` keeps dest's blocks and sums into them only the triplets that land
+            on one (in triplet order, from zero).
+        build_mapping: True, or a `BsrTripletMap` to rebuild: also record the
+            triplet-to-block mapping, for `bsr_set_from_mapped_values` (compact topology
+            and `prune_numerical_zeros=False` only).
+
+    Returns:
+        The map when `build_mapping` is given, else None.
 
     Raises:
-        TypeError: `rows` or `columns` is not int32.
-        ValueError: Lengths, devices, value types or block shapes that do not match.
+        TypeError: `rows` or `columns` is not int32; `build_mapping` of another type.
+        ValueError: Lengths, devices, value types or block shapes that do not match; an
+            unknown `topology`; `build_mapping` with another topology or with pruning.
     """
+    topology = check_topology(topology)
+    mapping = resolve_mapping(build_mapping, dest, topology, prune_numerical_zeros)
     _check_triplets(dest, rows, columns, values, count)
+    if rows.shape[0] == 0:
+        bsr_set_zero(dest, topology=topology)
+        if mapping is not None:
+            mapping.bind(dest, 0, np.zeros(0, np.int32), np.zeros(0, np.int32))
+        return mapping
     n = rows.shape[0] if count is None else min(int(count.numpy()[0]), rows.shape[0])
     host_rows = rows.numpy()[:n].astype(np.int32)
     host_cols = columns.numpy()[:n].astype(np.int32)
+    if topology == "masked":
+        set_masked_from_triplets(dest, host_rows, host_cols, values)
+        return None
     keep = None
     if values is not None and prune_numerical_zeros and n:
         keep = _nonzero_blocks(values, dest.block_size, dest.scalar_type)[:n]
     offsets, block_columns, order, block_ends = triplet_topology(
         dest.nrow, dest.ncol, host_rows, host_cols, keep)
-    set_topology(dest, offsets, block_columns)
-    if values is None or dest.nnz == 0:
-        return
-    device = dest.device
-    triplet_values = scalar_view(values, dest.scalar_type, (values.shape[0], *dest.block_shape))
-    kc.launch(K.accumulate_triplets_kernel, dim=(dest.nnz, *dest.block_shape), device=device,
-              inputs=[kc.array(block_ends, dtype=kc.int32, device=device),
-                      kc.array(order, dtype=kc.int32, device=device), triplet_values,
-                      dest.scalar_values])
+    target = dest
+    if topology == "padded":
+        target = BsrMatrix(dest.nrow, dest.ncol, dest.values.dtype, device=dest.device)
+    else:
+        dest.row_counts = None
+        ensure_fits(dest, rows.shape[0])  # Warp's storage: one slot per triplet
+    set_topology(target, offsets, block_columns)
+    if values is not None and target.nnz:
+        device = dest.device
+        kc.launch(K.accumulate_triplets_kernel, dim=(target.nnz, *dest.block_shape),
+                  device=device,
+                  inputs=[kc.array(block_ends, dtype=kc.int32, device=device),
+                          kc.array(order, dtype=kc.int32, device=device),
+                          triplet_values_3d(values, dest), target.scalar_values])
+    if topology == "padded":
+        if values is not None:
+            dest.values.zero_()
+        store(dest, target, "padded", structure_only=values is None)
+    if mapping is not None:
+        mapping.bind(dest, rows.shape[0], order, block_ends)
+    return mapping
 
 
 def bsr_from_triplets(rows_of_blocks: int, cols_of_blocks: int, rows: array, columns: array,
@@ -243,6 +320,7 @@ def bsr_set_diag(A: BsrMatrix, diag: Any, rows_of_blocks: int | None = None,
     if isinstance(diag, array) and rows_of_blocks is None:
         rows_of_blocks = cols_of_blocks = diag.shape[0]
     resize(A, rows_of_blocks, cols_of_blocks)
+    A.row_counts = None
     nnz = min(A.nrow, A.ncol)
     ensure_fits(A, nnz)
     kc.launch(K.set_diag_kernel, dim=A.nrow + 1, device=A.device,
@@ -327,14 +405,22 @@ def bsr_identity(rows_of_blocks: int, block_type: Any, device: Any = None) -> Bs
     return A
 
 
-def bsr_set_transpose(dest: BsrMatrix, src: Any) -> None:
+def bsr_set_transpose(dest: BsrMatrix, src: Any, topology: str | None = None) -> None:
     """Stores the transpose of `src` (a matrix or a scaled one) in `dest` (Warp's
     `warp.sparse.bsr_set_transpose`). The topology is computed on the host.
 
+    Args:
+        dest: The matrix to overwrite.
+        src: The matrix transposed.
+        topology: `"compact"` (default), `"padded"` (into dest's row capacity) or
+            `"masked"` (dest keeps its blocks); see docs/sparse.md.
+
     Raises:
-        ValueError: Devices, scalar types or block shapes that do not fit.
+        ValueError: Devices, scalar types or block shapes that do not fit; an unknown
+            `topology`.
     """
     src, scale = matrix_and_scale(src, "bsr_set_transpose")
+    topology = check_topology(topology)
     if dest.device != src.device:
         raise ValueError(f"All arguments must reside on the same device, got {dest.device} "
                          f"and {src.device}")
@@ -345,8 +431,18 @@ def bsr_set_transpose(dest: BsrMatrix, src: Any) -> None:
     if dest.block_shape != transposed_shape:
         raise ValueError(f"Destination block shape must be {transposed_shape}, got "
                          f"{dest.block_shape}")
+    if topology != "compact":
+        if (dest.nrow, dest.ncol) != (src.ncol, src.nrow):
+            raise ValueError(f"Incompatible destination matrix size, expected "
+                             f"({src.ncol}, {src.nrow}), got ({dest.nrow}, {dest.ncol})")
+        result = BsrMatrix(src.ncol, src.nrow, dest.values.dtype, device=dest.device)
+        bsr_set_transpose(result, scale * src if scale != 1.0 else src)
+        store(dest, result, topology)
+        return
+    src = compacted(src)
     rows, cols = host_rows_columns(src)
     resize(dest, src.ncol, src.nrow)
+    dest.row_counts = None
     offsets, columns, order, _ = triplet_topology(dest.nrow, dest.ncol, cols, rows)
     set_topology(dest, offsets, columns)
     if dest.nnz:

@@ -217,3 +217,48 @@ def mm_kernel(alpha: Any, x_offsets: kc.array(dtype=int), x_columns: kc.array(dt
                 p = p + x_values[x_block, i, k] * y_values[y_block, k, j]
             v = v + p
     z_values[block, i, j] = z_values[block, i, j] + alpha * v
+
+
+# ---- padded and masked storage ----------------------------------------------------------
+
+
+@builtin
+def move_blocks_kernel(src_slots: kc.array(dtype=int), dest_slots: kc.array(dtype=int),
+                       src: kc.array3d(dtype=Any), dest: kc.array3d(dtype=Any), zero: Any):
+    # dest[dest_slots[k]] = src[src_slots[k]], or zero where src_slots[k] is -1.
+    k, i, j = kc.tid()
+    src_slot = src_slots[k]
+    v = zero
+    if src_slot >= 0:
+        v = src[src_slot, i, j]
+    dest[dest_slots[k], i, j] = v
+
+
+@builtin
+def sum_blocks_kernel(block_ends: kc.array(dtype=int), indices: kc.array(dtype=int),
+                      src: kc.array3d(dtype=Any), dest_slots: kc.array(dtype=int),
+                      dest: kc.array3d(dtype=Any), zero: Any, from_zero: int):
+    # dest[dest_slots[b]] = sum of src[indices[k]] for k in block b's range, in order;
+    # the sum starts from zero (`from_zero`) or from its first term.
+    block, i, j = kc.tid()
+    begin = 0
+    if block > 0:
+        begin = block_ends[block - 1]
+    end = block_ends[block]
+    v = zero
+    if from_zero == 0:
+        v = src[indices[begin], i, j]
+        begin = begin + 1
+    for k in range(begin, end):
+        v = v + src[indices[k], i, j]
+    dest[dest_slots[block], i, j] = v
+
+
+@builtin
+def atomic_add_blocks_kernel(blocks: kc.array(dtype=int), src: kc.array3d(dtype=Any),
+                             dest: kc.array3d(dtype=Any)):
+    # dest[blocks[k]] += src[k] where blocks[k] is not -1.
+    k, i, j = kc.tid()
+    block = blocks[k]
+    if block >= 0:
+        kc.atomic_add(dest, block, i, j, src[k, i, j])

@@ -3,7 +3,9 @@
 A BSR matrix of `nrow` x `ncol` blocks stores its non-zero blocks row after row: the blocks
 of row r are `values[offsets[r]:offsets[r + 1]]`, at block columns
 `columns[offsets[r]:offsets[r + 1]]`, sorted increasingly. A CSR matrix is the case of
-scalar (1x1) blocks. Storage is always compact (Warp's default `topology="compact"`).
+scalar (1x1) blocks. That is compact storage; padded storage (Warp's `topology="padded"`)
+reserves a capacity per row: row r owns slots `offsets[r]:offsets[r + 1]`, of which the first
+`row_counts[r]` hold its blocks (see kernelc/sparse/padded.py).
 """
 
 from __future__ import annotations
@@ -72,14 +74,15 @@ class BsrMatrix:
     Attributes:
         nrow (int): Number of rows of blocks.
         ncol (int): Number of columns of blocks.
-        nnz (int): Number of stored blocks (an upper bound in Warp; exact in kernelc,
-            where the topology is computed on the host).
+        nnz (int): Number of stored block slots, `offsets[nrow]`: the exact block count
+            of a compact matrix (kernelc computes topologies on the host), the total row
+            capacity of a padded one.
         offsets (kc.array): `nrow + 1` ints: the blocks of row r are
             `offsets[r]:offsets[r + 1]`.
         columns (kc.array): Block column of each stored block (at least `nnz` ints).
         values (kc.array): Value of each stored block (at least `nnz` blocks).
-        row_counts (None): Warp's per-row counts of padded storage; kernelc's matrices are
-            always compact, so this is always None.
+        row_counts (kc.array | None): Padded storage: the number of blocks in each row
+            (stored in the row's first slots); None for compact storage.
     """
 
     def __init__(self, nrow: int, ncol: int, block_type: Any, device: Any = None) -> None:
@@ -91,6 +94,7 @@ class BsrMatrix:
                              f"({self.nrow}, {self.ncol})")
         self.nnz = 0
         self.row_counts = None
+        self._status = None  # 1-element int32 array once a padded operation ran
         self.offsets = kc.zeros(self.nrow + 1, dtype=kc.int32, device=device)
         self.columns = kc.empty(0, dtype=kc.int32, device=device)
         self.values = kc.empty(0, dtype=self._block_type, device=device)
@@ -147,25 +151,57 @@ class BsrMatrix:
         self.nnz = int(self.offsets.numpy()[self.nrow])
         return self.nnz
 
-    def notify_nnz_changed(self, nnz: int | None = None) -> None:
+    def notify_nnz_changed(self, nnz: int | None = None, nnz_capacity: int | None = None) -> None:
         """Tells the matrix that `offsets` was changed outside `kernelc.sparse`.
 
         Args:
-            nnz: The new number of blocks; None reads it from `offsets[nrow]`. The
-                `columns` and `values` arrays grow (keeping their contents) if too short.
+            nnz: The new number of block slots; None reads it from `offsets[nrow]` (or
+                takes `nnz_capacity` when given).
+            nnz_capacity: Slots to allocate in `columns` and `values` (default: `nnz`).
+                They grow, keeping their contents, if too short.
         """
-        self.nnz = self.nnz_sync() if nnz is None else int(nnz)
-        ensure_fits(self, self.nnz, keep=True)
+        if nnz is None:
+            nnz = self.nnz_sync() if nnz_capacity is None else nnz_capacity
+        self.nnz = int(nnz)
+        capacity = self.nnz if nnz_capacity is None else int(nnz_capacity)
+        if capacity < self.nnz:
+            raise ValueError(f"capacity must be at least nnz, got {capacity} and {self.nnz}")
+        ensure_fits(self, capacity, keep=True)
+
+    def status_sync(self) -> int:
+        """The status of padded operations: `BSR_STATUS_SUCCESS` (0) or
+        `BSR_STATUS_ROW_CAPACITY_EXCEEDED` (1). Sticky: operations set it, never clear it."""
+        return 0 if self._status is None else int(self._status.numpy()[0])
+
+    def status_message(self) -> str:
+        """`status_sync()` in words."""
+        status = self.status_sync()
+        if status == 0:
+            return "success"
+        if status == 1:
+            return "padded row capacity exceeded"
+        return f"unknown sparse status {status}"
+
+    def clear_status(self) -> None:
+        """Resets the status to `BSR_STATUS_SUCCESS`."""
+        if self._status is not None:
+            self._status.zero_()
+
+    def _ensure_status(self) -> array:
+        if self._status is None or self._status.device != self.device:
+            self._status = kc.zeros(1, dtype=kc.int32, device=self.device)
+        return self._status
 
     def uncompress_rows(self, out: array | None = None) -> array:
-        """The row of each stored block (`nnz` ints; computed on the host).
+        """The row of each block slot (`nnz` ints; -1 for unused padded slots; computed on
+        the host).
 
         Args:
             out: Optional int32 array of at least `nnz` elements to fill (and return).
         """
-        offsets = self.offsets.numpy()[: self.nrow + 1].astype(np.int64)
-        rows = np.repeat(np.arange(self.nrow, dtype=np.int32), np.diff(offsets))
-        rows = np.concatenate([rows, np.full(self.nnz - len(rows), -1, np.int32)])
+        rows = np.full(self.nnz, -1, np.int32)
+        active_rows, _, slots = host_active_blocks(self)
+        rows[slots[slots < self.nnz]] = active_rows[slots < self.nnz]
         if out is None:
             return kc.array(rows, dtype=kc.int32, device=self.device)
         kc.copy(out, kc.array(rows, dtype=kc.int32, device=self.device), count=self.nnz)
@@ -263,7 +299,7 @@ class BsrScalingExpression:
     nnz = property(lambda self: self.mat.nnz, doc="Number of stored blocks.")
     offsets = property(lambda self: self.mat.offsets, doc="The matrix's row offsets.")
     columns = property(lambda self: self.mat.columns, doc="The matrix's block columns.")
-    row_counts = property(lambda self: None, doc="Always None (compact storage).")
+    row_counts = property(lambda self: self.mat.row_counts, doc="The matrix's row counts.")
     scalar_type = property(lambda self: self.mat.scalar_type, doc="Scalar type.")
     block_shape = property(lambda self: self.mat.block_shape, doc="Shape of one block.")
     block_size = property(lambda self: self.mat.block_size, doc="Scalars per block.")
@@ -357,8 +393,21 @@ def set_topology(A: BsrMatrix, offsets: np.ndarray, columns: np.ndarray) -> None
     A.nnz = nnz
 
 
+def host_active_blocks(A: BsrMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, column, slot) of each of A's blocks, compact or padded, on the host."""
+    offsets = A.offsets.numpy()[: A.nrow + 1].astype(np.int64)
+    if A.row_counts is None:
+        rows, cols = host_rows_columns(A)
+        return rows, cols, np.arange(len(rows), dtype=np.int64)
+    counts = A.row_counts.numpy()[: A.nrow].astype(np.int64)
+    rows = np.repeat(np.arange(A.nrow, dtype=np.int32), counts)
+    first = np.repeat(offsets[:-1] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    slots = np.arange(len(rows), dtype=np.int64) + first
+    return rows, A.columns.numpy()[slots].astype(np.int32), slots
+
+
 def host_rows_columns(A: BsrMatrix) -> tuple[np.ndarray, np.ndarray]:
-    """The (row, column) of each of A's `nnz` blocks, on the host."""
+    """The (row, column) of each of compact A's `nnz` blocks, on the host."""
     offsets = A.offsets.numpy()[: A.nrow + 1].astype(np.int64)
     nnz = int(offsets[-1]) if len(offsets) else 0
     rows = np.repeat(np.arange(A.nrow, dtype=np.int32), np.diff(offsets))

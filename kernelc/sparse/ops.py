@@ -22,6 +22,13 @@ from kernelc.sparse.matrix import (
     scalar_view,
     set_topology,
 )
+from kernelc.sparse.padded import (
+    check_topology,
+    compacted,
+    int_array,
+    set_zero_topology,
+    store,
+)
 
 
 def bsr_copy(A: Any, scalar_type: Any = None, block_shape: tuple[int, int] | None = None,
@@ -36,21 +43,19 @@ def bsr_copy(A: Any, scalar_type: Any = None, block_shape: tuple[int, int] | Non
         block_shape: Block shape of the copy (default: A's). Each dimension must divide or
             be a multiple of A's; a new block exists wherever one of A's overlaps it.
         structure_only: Copy the topology only (values left uninitialised).
-        topology: Only `"compact"` (kernelc's matrices are always compact).
+        topology: `"compact"`, or `"padded"`: the copy keeps A's row capacities (with
+            another block shape, each new row gets the capacity its blocks need).
 
     Returns:
         A new matrix.
 
     Raises:
         ValueError: An unknown `topology`, or block shapes that do not divide.
-        NotImplementedError: `topology="padded"`.
     """
-    if topology == "padded":
-        raise NotImplementedError("bsr_copy: kernelc's sparse matrices are always compact; "
-                                  "padded row capacity is not supported")
-    if topology != "compact":
-        raise ValueError(f"Unsupported topology policy: {topology}")
+    topology = check_topology(topology, ("compact", "padded"))
     src, scale = matrix_and_scale(A, "bsr_copy")
+    padded_src = src
+    src = compacted(src)
     if block_shape is not None and tuple(block_shape) != src.block_shape:
         from kernelc.sparse.reblock import reblocked_copy
 
@@ -70,6 +75,14 @@ def bsr_copy(A: Any, scalar_type: Any = None, block_shape: tuple[int, int] | Non
                     count=copy.nnz)
         if scale != 1.0:
             bsr_scale(copy, scale)
+    if topology == "padded":
+        padded = bsr_zeros(copy.nrow, copy.ncol, copy.values.dtype, device=copy.device)
+        same_rows = padded_src.row_counts is not None and padded_src.nrow == copy.nrow
+        capacity_from = padded_src if same_rows else copy
+        set_zero_topology(padded, "padded", int_array(
+            np.diff(capacity_from.offsets.numpy()[: copy.nrow + 1]), copy.device), None, None)
+        store(padded, copy, "padded", structure_only)
+        return padded
     return copy
 
 
@@ -102,6 +115,7 @@ def bsr_get_diag(A: Any, out: array | None = None) -> array:
         ValueError: `out` of another type, device or too short.
     """
     A, scale = matrix_and_scale(A, "bsr_get_diag")
+    A = compacted(A)
     dim = min(A.nrow, A.ncol)
     if out is None:
         out = kc.zeros(dim, dtype=A.values.dtype, device=A.device)
@@ -153,8 +167,8 @@ def _add_blocks(dest: BsrMatrix, start: int, scale: Any, rows: array, cols: arra
                           dest.scalar_values])
 
 
-def bsr_axpy(x: Any, y: BsrMatrix | None = None, alpha: Any = 1.0,
-             beta: Any = 1.0) -> BsrMatrix:
+def bsr_axpy(x: Any, y: BsrMatrix | None = None, alpha: Any = 1.0, beta: Any = 1.0,
+             work_arrays: Any = None, topology: str | None = None) -> BsrMatrix:
     """`y := alpha * x + beta * y` (Warp's `warp.sparse.bsr_axpy`); returns `y`.
 
     y's blocks become the union of x's and y's (no zero is pruned). `x` and `y` may be the
@@ -165,10 +179,31 @@ def bsr_axpy(x: Any, y: BsrMatrix | None = None, alpha: Any = 1.0,
         y: The matrix to update; None: a new one, treated as zero.
         alpha: Scale of `x`.
         beta: Scale of `y`.
+        work_arrays: A `bsr_axpy_work_arrays` (accepted for Warp compatibility; kernelc
+            computes topologies on the host and needs no persistent scratch).
+        topology: `"compact"` (default), `"padded"` (the union is written into y's row
+            capacity) or `"masked"` (y keeps its blocks; x's others are dropped).
 
     Raises:
-        ValueError: Devices, block types or shapes that differ.
+        ValueError: Devices, block types or shapes that differ; an unknown `topology`;
+            `y=None` with `"padded"` or `"masked"`.
     """
+    topology = check_topology(topology)
+    x_matrix, x_scale = matrix_and_scale(x, "bsr_axpy")
+    if y is None and topology != "compact":
+        raise ValueError("Left-hand-side 'y' matrix must be provided for this topology policy")
+    if topology == "compact" and x_matrix.row_counts is None and (y is None or
+                                                                   y.row_counts is None):
+        return _axpy_compact(x, y, alpha, beta)
+    _check_same_kind(x_matrix, y)
+    y_copy = bsr_copy(y)
+    x_copy = y_copy if x_matrix is y else compacted(x_matrix)
+    result = _axpy_compact(x_copy, y_copy, alpha * x_scale, beta)
+    store(y, result, topology)
+    return y
+
+
+def _axpy_compact(x: Any, y: BsrMatrix | None, alpha: Any, beta: Any) -> BsrMatrix:
     x, x_scale = matrix_and_scale(x, "bsr_axpy")
     alpha = alpha * x_scale
     if y is None:
@@ -245,6 +280,7 @@ def bsr_mv(A: Any, x: array, y: array | None = None, alpha: Any = 1.0, beta: Any
         TypeError: `x` or `y` is not an array.
     """
     A, scale = matrix_and_scale(A, "bsr_mv")
+    A = compacted(A)
     alpha = alpha * scale
     block_shape = A.block_shape[::-1] if transpose else A.block_shape
     nrow, ncol = (A.ncol, A.nrow) if transpose else (A.nrow, A.ncol)
@@ -315,7 +351,9 @@ def _product_topology(x: BsrMatrix, y: BsrMatrix) -> tuple[np.ndarray, np.ndarra
 
 
 def bsr_mm(x: Any, y: Any, z: BsrMatrix | None = None, alpha: Any = 1.0,
-           beta: Any = 0.0) -> BsrMatrix:
+           beta: Any = 0.0, work_arrays: Any = None, reuse_topology: bool = False,
+           tile_size: int = 0, max_new_nnz: int | None = None,
+           topology: str | None = None) -> BsrMatrix:
     """`z := alpha * x @ y + beta * z` (Warp's `warp.sparse.bsr_mm`, compact topology);
     returns `z`.
 
@@ -332,10 +370,42 @@ def bsr_mm(x: Any, y: Any, z: BsrMatrix | None = None, alpha: Any = 1.0,
         z: The matrix updated; None: a new one, treated as zero.
         alpha: Scale of the product.
         beta: Scale of `z`.
+        work_arrays: A `bsr_mm_work_arrays` (accepted for Warp compatibility; kernelc
+            keeps no scratch between calls).
+        reuse_topology: Accepted for Warp compatibility (compact topology only); the
+            topology is recomputed, with the same result.
+        tile_size: Accepted for Warp compatibility; no effect.
+        max_new_nnz: At most this many product blocks (z's own not counted): beyond it, a
+            warning saying the bound was exceeded, and only the first ones (in row, column
+            order) are kept.
+        topology: `"compact"` (default), `"padded"` (the result is written into z's row
+            capacity) or `"masked"` (z keeps its blocks; the product's others are
+            dropped).
 
     Raises:
-        ValueError: Devices, scalar types, block shapes or sizes that do not fit.
+        ValueError: Devices, scalar types, block shapes or sizes that do not fit; an
+            unknown `topology`; `reuse_topology` with another topology.
     """
+    topology = check_topology(topology)
+    if reuse_topology and topology != "compact":
+        raise ValueError('reuse_topology is only supported with topology="compact"')
+    if z is None and topology != "compact":
+        raise ValueError("Result matrix 'z' must be provided for this topology policy")
+    x_matrix, _ = matrix_and_scale(x, "bsr_mm")
+    y_matrix, _ = matrix_and_scale(y, "bsr_mm")
+    if topology == "compact" and all(m is None or m.row_counts is None
+                                     for m in (x_matrix, y_matrix, z)):
+        return _mm_compact(x, y, z, alpha, beta, max_new_nnz)
+    result = _mm_compact(x, y, bsr_copy(z) if z is not None else None, alpha, beta,
+                         max_new_nnz)
+    if z is None:
+        return result
+    store(z, result, topology)
+    return z
+
+
+def _mm_compact(x: Any, y: Any, z: BsrMatrix | None, alpha: Any, beta: Any,
+                max_new_nnz: int | None) -> BsrMatrix:
     x, x_scale = matrix_and_scale(x, "bsr_mm")
     y, y_scale = matrix_and_scale(y, "bsr_mm")
     alpha = alpha * x_scale * y_scale
@@ -360,8 +430,10 @@ def bsr_mm(x: Any, y: Any, z: BsrMatrix | None = None, alpha: Any = 1.0,
     if alpha == 0.0 or x.nnz == 0 or y.nnz == 0:
         return bsr_scale(z, beta)
     # Snapshots, so that z may alias x or y.
-    x, y = (bsr_copy(m) if m is z else m for m in (x, y))
+    x, y = (bsr_copy(m) if m is z else compacted(m) for m in (x, y))
     mm_rows, mm_cols = _product_topology(x, y)
+    if max_new_nnz is not None:
+        mm_rows, mm_cols = _limit_new_blocks(z.nrow, z.ncol, mm_rows, mm_cols, max_new_nnz)
     copied = z.nnz if beta != 0.0 else 0
     z_rows, z_cols = host_rows_columns(z)
     rows = np.concatenate([z_rows[:copied], mm_rows]).astype(np.int32)
@@ -380,6 +452,20 @@ def bsr_mm(x: Any, y: Any, z: BsrMatrix | None = None, alpha: Any = 1.0,
                           y.offsets, y.columns, y.scalar_values, z.nrow, z.offsets,
                           z.columns, z.scalar_values, z.scalar_type(0)])
     return z
+
+
+def _limit_new_blocks(nrow: int, ncol: int, rows: np.ndarray, cols: np.ndarray,
+                      max_new_nnz: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first `max_new_nnz` distinct product blocks (with a warning if there are more)."""
+    keys = np.unique(rows.astype(np.int64) * max(ncol, 1) + cols)
+    if len(keys) <= max_new_nnz:
+        return rows, cols
+    from kernelc.runtime.array_access import warn_user
+
+    warn_user(f"bsr_mm: the product has {len(keys)} blocks, max_new_nnz ({max_new_nnz}) "
+              f"exceeded; the last ones are dropped")
+    keys = keys[: max(int(max_new_nnz), 0)]
+    return (keys // max(ncol, 1)).astype(np.int32), (keys % max(ncol, 1)).astype(np.int32)
 
 
 def inverse_diagonal(A: Any, use_abs: bool) -> array:
