@@ -208,3 +208,10 @@ def test_struct_array_fields_read_back_as_type_only_arrays():
 def test_cpu_device_attributes_are_zero():
     cpu = kc.get_device("cpu")
     assert cpu.sm_count == 0 and cpu.max_shared_memory_per_block == 0
+
+
+def test_dimensions_beyond_int32_are_refused():
+    big = np.broadcast_to(np.zeros(1, np.int8), (2**31,))  # no memory behind it
+    for make in (lambda: kc.zeros(2**31, dtype=kc.int8), lambda: kc.array(big, dtype=kc.int8)):
+        with pytest.raises(ValueError, match="signed 32-bit integer, got 2147483648"):
+            make()
