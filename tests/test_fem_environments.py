@@ -216,6 +216,23 @@ def test_dense_grids_of_several_environments():
                                   element_basis=fem.ElementBasis.RAVIART_THOMAS, dtype=kc.vec2)
 
 
+def test_deformed_grids_keep_their_environments():
+    geo = fem.Grid3D(res=kc.vec3i(2, 1, 1), env_count=2)
+    field = fem.make_polynomial_space(geo, degree=1, dtype=kc.vec3).make_field()
+    rng = np.random.default_rng(7)
+    field.dof_values.assign(rng.uniform(-0.05, 0.05, (field.dof_values.shape[0], 3))
+                            .astype(np.float32))
+    deformed = field.make_deformed_geometry(relative=True)
+    assert deformed.environment_count() == 2
+    np.testing.assert_array_equal(deformed.cell_bvh_groups().numpy(), [0, 0, 1, 1])
+    quadrature = fem.RegularQuadrature(fem.Cells(deformed), order=2)
+    out = P._points(deformed, quadrature, P._mesh_lookups, ("cells", "envs", "other"))
+    cells = np.repeat(np.arange(4), len(out["cells"]) // 4)
+    np.testing.assert_array_equal(out["envs"], cells // 2)
+    np.testing.assert_array_equal(out["cells"], cells)  # its own cell, in its environment
+    np.testing.assert_array_equal(out["other"] // 2, 1 - cells // 2)
+
+
 def test_mesh_environment_errors():
     positions = kc.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=kc.vec3)
     cells = kc.array([[0, 1, 2]], dtype=int)

@@ -72,6 +72,9 @@ class DeformedGeometry(Geometry):
         if not hasattr(funcs, "cell_lookup"):  # made from this geometry's own funcs
             funcs.cell_lookup = closest_cell_lookup(self)
         self.cell_lookup = funcs.cell_lookup
+        if host.environment_count() > 1 and hasattr(host, "cell_environment_index"):
+            self.cell_environment_index, self.side_environment_index = _environment_funcs(
+                host, self.CellArg, self.SideArg)
 
     @property
     def name(self) -> str:
@@ -82,6 +85,21 @@ class DeformedGeometry(Geometry):
     def base(self) -> Geometry:
         """The geometry before any deformation."""
         return self._host.base
+
+    @property
+    def host(self) -> Geometry:
+        """The geometry whose positions the field moves (the base, or a deformed one)."""
+        return self._host
+
+    def environment_count(self) -> int:
+        return self._host.environment_count()
+
+    @property
+    def cell_env(self) -> Any:
+        return self._host.cell_env
+
+    def host_cell_environments(self) -> np.ndarray:
+        return self._host.host_cell_environments()
 
     @property
     def relative(self) -> bool:
@@ -146,6 +164,21 @@ class DeformedGeometry(Geometry):
                       inputs=[self.cell_arg_value(), points, out])
         return np.asarray(out.numpy(), dtype=np.float64).reshape(
             self.cell_count(), len(coords), self.dimension)
+
+
+def _environment_funcs(host: Geometry, CellArg: type, SideArg: type) -> tuple[Any, Any]:
+    """A deformed geometry's environments: its host's (moving cells changes none)."""
+    cell_env, side_env = host.cell_environment_index, host.side_environment_index
+
+    @kc.func
+    def cell_environment_index(arg: CellArg, s: Any):
+        return cell_env(arg.field.elt, s)
+
+    @kc.func
+    def side_environment_index(arg: SideArg, s: Any):
+        return side_env(arg.field.elt, s)
+
+    return cell_environment_index, side_environment_index
 
 
 _POSITION_KERNELS: dict[str, Any] = {}

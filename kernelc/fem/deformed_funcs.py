@@ -16,8 +16,8 @@ from typing import Any
 
 import kernelc as kc
 from kernelc.fem.deformed_source import DeformationSource
-from kernelc.fem.lookup import closest_search, lookup_overloads
-from kernelc.fem.types import make_free_sample, vec_type
+from kernelc.fem.lookup import closest_search, environment_overloads, lookup_overloads
+from kernelc.fem.types import coords_type, make_free_sample, sample_type, vec_type
 
 
 def _struct(name: str, fields: dict[str, Any]) -> type:
@@ -238,8 +238,27 @@ def closest_cell_lookup(geo: Any) -> Any:
     from kernelc.fem.element_coords import closest_point_func
 
     scalar, CellArg = geo.scalar_type, geo.CellArg
-    return lookup_overloads(CellArg, scalar, partial(closest_search, scalar, CellArg,
-                                                     _cell_count, closest_point_func(geo, False)))
+    search = partial(closest_search, scalar, CellArg, _cell_count,
+                     closest_point_func(geo, False))
+    base_env = getattr(geo.host, "cell_environment_index", None)
+    if base_env is None or geo.environment_count() <= 1:
+        return lookup_overloads(CellArg, scalar, search)
+    # several environments: a cell's is the undeformed geometry's
+    Coords = coords_type(scalar)
+
+    @kc.func
+    def env_of(arg: CellArg, cell: int):
+        return base_env(arg.field.elt, make_free_sample(cell, Coords()))
+
+    @kc.func
+    def guess_env(arg: CellArg, guess: Any):
+        if guess.element_index < 0 or guess.element_index >= arg.cell_count:
+            return -1
+        return env_of(arg, guess.element_index)
+
+    return environment_overloads(CellArg, sample_type(scalar),
+                                 partial(search, environments=True, env_of=env_of),
+                                 guess_env=guess_env)
 
 
 @kc.func

@@ -98,6 +98,12 @@ class Geometry:
                 self.cell_count(), 1)  # environments of equal sizes, one after the other
         return np.asarray(cell_env.numpy(), dtype=np.int64)[: self.cell_count()]
 
+    def cell_bvh_groups(self, device: Any = None) -> Any:
+        """The environment of each cell, as the group Warp's lookup BVH files it under (an
+        int32 array)."""
+        return kc.array(self.host_cell_environments().astype(np.int32), dtype=kc.int32,
+                        device=device)
+
     def cell_count(self) -> int:
         """Number of cells."""
         raise NotImplementedError

@@ -74,7 +74,7 @@ def lookup_overloads(CellArg: Any, scalar: Any, search: Any, guess_reach: Any = 
     reach = _no_reach if guess_reach is None else guess_reach
     SampleType = sample_type(scalar)
     if env_search is not None:
-        return _environment_overloads(CellArg, SampleType, env_search, reach)
+        return environment_overloads(CellArg, SampleType, env_search, reach)
 
     @kc.func
     def cell_lookup(arg: CellArg, pos: Any):
@@ -97,6 +97,11 @@ def lookup_overloads(CellArg: Any, scalar: Any, search: Any, guess_reach: Any = 
 
 
 @kc.func
+def _cell_env_entry(arg: Any, cell: int):
+    return arg.cell_env[cell]
+
+
+@kc.func
 def _cell_env_of_guess(arg: Any, guess: Any):
     # the environment of a guess sample's cell (`arg.cell_env`), -1 for no cell
     if guess.element_index < 0 or guess.element_index >= arg.cell_env.shape[0]:
@@ -104,8 +109,8 @@ def _cell_env_of_guess(arg: Any, guess: Any):
     return arg.cell_env[guess.element_index]
 
 
-def _environment_overloads(CellArg: Any, SampleType: Any, env_search: Any, reach: Any,
-                           guess_env: Any = _cell_env_of_guess) -> Any:
+def environment_overloads(CellArg: Any, SampleType: Any, env_search: Any,
+                          reach: Any = _no_reach, guess_env: Any = _cell_env_of_guess) -> Any:
     """`lookup_overloads` of geometries of several environments; `guess_env(arg, guess)`
     is the environment a guess sample searches."""
     plain, filtered = env_search(accept_every_cell), env_search(accept_filtered_cell)
@@ -165,8 +170,8 @@ def grid_cell_lookup(dimension: int, scalar: Any, CellArg: Any,
             return -1
         return guess.element_index // cells
 
-    return _environment_overloads(CellArg, sample_type(scalar),
-                                  partial(search, environments=True), _no_reach, guess_env)
+    return environment_overloads(CellArg, sample_type(scalar),
+                                 partial(search, environments=True), guess_env=guess_env)
 
 
 @cache
@@ -288,13 +293,15 @@ def grid_search(dimension: int, scalar: Any, CellArg: Any, accept: Any,
 
 @cache
 def closest_search(scalar: Any, CellArg: Any, cell_count: Any, closest: Any, accept: Any,
-                   environments: bool = False) -> Any:
+                   environments: bool = False, env_of: Any = None) -> Any:
     """(arg, pos, max_dist, data, target) -> Sample of the closest accepted cell (the first
     of equally close ones), from `cell_count(arg)` and `closest(arg, cell, pos)` ->
     (coords, squared distance); no cell (NULL_ELEMENT_INDEX, OUTSIDE coordinates) if none
     is accepted. With `environments`, the func takes an environment last and skips the
-    cells of others (`arg.cell_env`; -1: every environment)."""
+    cells of others (`env_of(arg, cell)`, by default `arg.cell_env[cell]`; -1: every
+    environment)."""
     Coords = coords_type(scalar)
+    env_of = _cell_env_entry if env_of is None else env_of
 
     @kc.func
     def closest_in(arg: CellArg, pos: Any, max_dist: float, data: Any, target: Any, env: int):
@@ -303,7 +310,7 @@ def closest_search(scalar: Any, CellArg: Any, cell_count: Any, closest: Any, acc
         best_dist = scalar(3.0e38)
         for cell in range(cell_count(arg)):
             if accept(data, target, cell):
-                if env < 0 or arg.cell_env[cell] == env:
+                if env < 0 or env_of(arg, cell) == env:
                     coords, dist = closest(arg, cell, pos)
                     if dist < best_dist:
                         best_dist = dist
@@ -422,7 +429,7 @@ def voxel_cell_lookup(CellArg: Any, scalar: Any, lookup_cell: Any, coordinates_l
 
     search = partial(voxel_search, CellArg, scalar, lookup_cell, coordinates_local,
                      closest_point_local)
-    return _environment_overloads(CellArg, sample_type(scalar), search, guess_reach)
+    return environment_overloads(CellArg, sample_type(scalar), search, guess_reach)
 
 
 @cache
