@@ -62,19 +62,14 @@ def _no_reach(arg: Any, pos: Any, guess: Any):
     return kc.float32(0.0)
 
 
-def lookup_overloads(CellArg: Any, scalar: Any, search: Any, guess_reach: Any = None,
-                     env_search: Any = None) -> Any:
+def lookup_overloads(CellArg: Any, scalar: Any, search: Any, guess_reach: Any = None) -> Any:
     """The `cell_lookup` overloads of a geometry (module docstring) from `search(accept)`, a
     factory of (arg, pos, max_dist, filter data, filter target) -> Sample funcs;
-    `guess_reach(arg, pos, guess)` gives the max_dist of a guess (none: 0). With
-    `env_search(accept)` (the same funcs with an environment last, -1 for all; `arg` has
-    `cell_env`), the forms with an environment index last are added, and a guess searches
-    its own cell's environment."""
+    `guess_reach(arg, pos, guess)` gives the max_dist of a guess (none: 0). Geometries that
+    may have several environments use `environment_overloads` instead."""
     plain, filtered = search(accept_every_cell), search(accept_filtered_cell)
     reach = _no_reach if guess_reach is None else guess_reach
     SampleType = sample_type(scalar)
-    if env_search is not None:
-        return environment_overloads(CellArg, SampleType, env_search, reach)
 
     @kc.func
     def cell_lookup(arg: CellArg, pos: Any):
@@ -111,8 +106,10 @@ def _cell_env_of_guess(arg: Any, guess: Any):
 
 def environment_overloads(CellArg: Any, SampleType: Any, env_search: Any,
                           reach: Any = _no_reach, guess_env: Any = _cell_env_of_guess) -> Any:
-    """`lookup_overloads` of geometries of several environments; `guess_env(arg, guess)`
-    is the environment a guess sample searches."""
+    """`lookup_overloads` of geometries that may have several environments, with the forms
+    taking an environment index last: `env_search(accept)` makes the searches, which take an
+    environment last (-1: all); `guess_env(arg, guess)` is the environment a guess sample
+    searches (by default its cell's, `arg.cell_env`)."""
     plain, filtered = env_search(accept_every_cell), env_search(accept_filtered_cell)
 
     @kc.func
@@ -402,9 +399,8 @@ def tensor_cell_lookup(CellArg: Any, cell_position: Any, deformation_gradient: A
                 break
         return current, kc.length_sq(pos - x)
 
-    search = partial(closest_search, scalar, CellArg, vertex_cell_count, closest_point)
-    return lookup_overloads(CellArg, scalar, search,
-                            env_search=partial(search, environments=True))
+    return environment_overloads(CellArg, sample_type(scalar), partial(
+        closest_search, scalar, CellArg, vertex_cell_count, closest_point, environments=True))
 
 
 # ---- nanogrids ------------------------------------------------------------------------------

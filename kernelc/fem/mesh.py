@@ -365,7 +365,8 @@ def closest_cell_lookup(CellArg: type, triangle: bool, scalar: Any) -> Any:
     from functools import partial
 
     from kernelc.fem.closest_point import closest_point_funcs
-    from kernelc.fem.lookup import closest_search, lookup_overloads, vertex_cell_count
+    from kernelc.fem.lookup import closest_search, environment_overloads, vertex_cell_count
+    from kernelc.fem.types import sample_type
 
     funcs = closest_point_funcs(scalar)
     on_tri, on_tet = funcs.on_triangle, funcs.on_tetrahedron
@@ -388,6 +389,5 @@ def closest_cell_lookup(CellArg: type, triangle: bool, scalar: Any) -> Any:
         return coords, dist
 
     closest_point = closest_on_triangle if triangle else closest_on_tetrahedron
-    search = partial(closest_search, scalar, CellArg, vertex_cell_count, closest_point)
-    return lookup_overloads(CellArg, scalar, search,
-                            env_search=partial(search, environments=True))
+    return environment_overloads(CellArg, sample_type(scalar), partial(
+        closest_search, scalar, CellArg, vertex_cell_count, closest_point, environments=True))

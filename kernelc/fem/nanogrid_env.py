@@ -138,11 +138,17 @@ def packed_cell_grid(packed: np.ndarray, valid: np.ndarray, envs: np.ndarray, *,
     grid = kc.Volume.allocate_by_voxels(points, voxel_size=voxel_size,
                                         translation=translation, transform=transform,
                                         device=device, point_mask=mask, **capacity)
-    count = grid.get_active_stats().voxel_count
-    cell_env = np.zeros(count, np.int32)
+    return grid, per_cell(grid, packed, valid, envs, np.int32)
+
+
+def per_cell(grid: kc.Volume, packed: np.ndarray, valid: np.ndarray, values: np.ndarray,
+             dtype: Any) -> np.ndarray:
+    """Each cell of `grid`'s value among `values` (one per point): that of a valid point
+    whose packed voxel the cell is."""
+    out = np.zeros(grid.get_active_stats().voxel_count, dtype)
     cells = lookup_voxels(grid, packed[valid])
-    cell_env[cells[cells >= 0]] = envs[valid][cells >= 0]
-    return grid, cell_env
+    out[cells[cells >= 0]] = values[valid][cells >= 0]
+    return out
 
 
 def given_points(points: Any, cell_ijks: Any) -> Any:
@@ -248,10 +254,7 @@ def rebuild_nanogrid(geo: Any, points: Any, point_envs: Any, status: Any,
     if dropped:
         _flag_invalid(status)
     geo._set_cells()
-    cell_env = np.zeros(geo.cell_count(), np.int32)
-    cells = lookup_voxels(geo.cell_grid, packed[valid])
-    cell_env[cells[cells >= 0]] = envs[valid][cells >= 0]
-    geo._set_environments(cell_env, offsets)
+    geo._set_environments(per_cell(geo.cell_grid, packed, valid, envs, np.int32), offsets)
     return status
 
 
@@ -279,9 +282,7 @@ def build_adaptive_nanogrid(cls: type, points: Any, cell_levels: Any, point_envs
     grid, cell_env = packed_cell_grid(packed, valid, envs, voxel_size=voxel_size,
                                       translation=translation, transform=transform,
                                       device=device)
-    cell_level = np.zeros(len(cell_env), np.uint8)
-    cells = lookup_voxels(grid, packed[valid])
-    cell_level[cells[cells >= 0]] = levels[valid][cells >= 0]
+    cell_level = per_cell(grid, packed, valid, levels, np.uint8)
     return cls(grid, kc.array(cell_level, dtype=kc.uint8, device=device), level_count,
                temporary_store=temporary_store, scalar_type=scalar_type, cell_env=cell_env,
                env_offsets=offsets)
