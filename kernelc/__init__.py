@@ -23,6 +23,7 @@ from kernelc.logger import (  # noqa: E402
     get_logger, set_logger,
 )
 from kernelc.typevars import Float, Int, Scalar  # noqa: E402  (generic func annotations)
+from kernelc.types_ref import ref  # noqa: E402  (func parameters by reference)
 
 # ---- language ----------------------------------------------------------------------------
 from kernelc.frontend.decorators import Func as Function, Kernel, kernel, func  # noqa: E402

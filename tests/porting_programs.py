@@ -364,6 +364,40 @@ def program_funcs():
     return {"out": out.numpy(), "idx": idx.numpy(), "host_call": square(3.0)}
 
 
+@wp.func
+def settle(x: wp.ref[float], v: wp.ref[wp.vec3], floor: float) -> int:
+    """Moves x above the floor and damps v; by reference, as Warp's wp.ref."""
+    if x < floor:
+        x = floor
+        v = v * 0.5
+        v[1] = -v[1]
+        return 1
+    x += 0.125
+    return 0
+
+
+@wp.kernel(enable_backward=False)
+def use_refs(x: wp.array(dtype=float), v: wp.array(dtype=wp.vec3), hits: wp.array(dtype=int)):
+    i = wp.tid()
+    n = int(0)
+    n += settle(x[i], v[i], 0.0)
+    y = x[i] * 2.0
+    n += settle(y, v[i], 3.0)
+    x[i] = y
+    hits[i] = n
+
+
+@program
+def program_func_refs():
+    rng = np.random.default_rng(16)
+    n = 64
+    x = wp.array(nonzero(rng, n), dtype=float, device=DEVICE)
+    v = wp.array(nonzero(rng, (n, 3)), dtype=wp.vec3, device=DEVICE)
+    hits = poisoned(n, int)
+    wp.launch(use_refs, dim=n, inputs=[x, v, hits], device=DEVICE)
+    return {"x": x.numpy(), "v": v.numpy(), "hits": hits.numpy()}
+
+
 # ---- 7. generics -------------------------------------------------------------------------------
 
 

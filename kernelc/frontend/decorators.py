@@ -13,6 +13,7 @@ from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.source import Source, read_source
 from kernelc.ir import nodes as ir
+from kernelc.types_ref import is_ref
 
 
 class _SourceMixin:
@@ -120,6 +121,12 @@ class Func(_SourceMixin):
     def add_variant(self, other: Func) -> None:
         """Adds an overload; one with the same annotations replaces the earlier definition."""
         signature = _raw_signature(other.func)
+        by_value = _by_value_signature(other)
+        if by_value is not None and any(
+                _by_value_signature(v) == by_value and _raw_signature(v.func) != signature
+                for v in self.variants):
+            raise RuntimeError(f"overloads of func '{self.__name__}' may not differ only in "
+                               f"which parameters are kc.ref[T]")
         for i, v in enumerate(self.variants):
             if _raw_signature(v.func) == signature:
                 self.variants[i] = other
@@ -179,8 +186,9 @@ class Func(_SourceMixin):
 
     @property
     def is_generic(self) -> bool:
-        return any(self.annotations.get(n) is typing.Any or _generic_array(
-            self.annotations.get(n)) for n in self.arg_names)
+        anns = [self.annotations.get(n) for n in self.arg_names]
+        anns = [a.dtype if is_ref(a) else a for a in anns]
+        return any(a is typing.Any or _generic_array(a) for a in anns)
 
     def return_annotation(self) -> tuple[T.Type, ...] | None:
         ann = self.annotations.get("return", inspect.Signature.empty)
@@ -205,6 +213,7 @@ class Func(_SourceMixin):
         out = []
         for name, t, w in zip(names, arg_types, weak):
             ann = self.arg_annotation(name)
+            ann = ann.dtype if is_ref(ann) else ann
             want = None if ann is typing.Any else T.as_type(ann)
             if want is None and ann is not typing.Any:
                 raise KernelError(f"parameter '{name}' of '{self.__name__}' has no kernelc type")
@@ -301,6 +310,10 @@ class Kernel(_SourceMixin):
         out = []
         for name in self.arg_names:
             ann = self.arg_annotation(name)
+            if is_ref(ann):
+                raise KernelError(f"parameter '{name}' is a kc.ref[T], which only funcs take; "
+                                  f"a kernel receives its arguments from the launch",
+                                  self._param_loc(name), self.__name__)
             if ann is typing.Any:
                 out.append(None)
                 continue
@@ -422,6 +435,17 @@ def func(f: Callable | None = None, *, name: str | None = None, module: Any = No
 
 def _raw_signature(f: Callable) -> tuple:
     return tuple((k, repr(v)) for k, v in getattr(f, "__annotations__", {}).items()
+                 if k != "return")
+
+
+def _by_value_signature(f: Func) -> tuple | None:
+    """The parameter types of `f` with `kc.ref[T]` read as T (None if its annotations cannot
+    be evaluated yet)."""
+    try:
+        anns = f.annotations
+    except KernelError:
+        return None
+    return tuple((k, repr(v.dtype if is_ref(v) else v)) for k, v in anns.items()
                  if k != "return")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError, Loc, WarpCodegenKeyError, WarpCodegenTypeError
-from kernelc.frontend import literal_locals, local_arrays
+from kernelc.frontend import literal_locals, local_arrays, refs
 from kernelc.frontend.builder import IRBuilder, StorageHandle, Val
 from kernelc.frontend.construct import ConstructLowering
 from kernelc.frontend.local_arrays import LocalArray
@@ -50,7 +50,8 @@ class CompileContext:
             name = f"{func.__name__}_{self._next_id}"
             self._next_id += 1
             lowerer = FunctionLowerer(self, func.source, param_types, is_kernel=False, name=name,
-                                      return_annotation=func.return_annotation())
+                                      return_annotation=func.return_annotation(),
+                                      ref_outputs=refs.ref_outputs(func, param_types))
             fn = lowerer.lower()
         finally:
             self._in_progress.pop()
@@ -64,6 +65,10 @@ class CompileContext:
                                   f"return what it returns", loc, self.kernel_name)
             self.custom_replays[fn.name] = lowered.name
         grad = getattr(func, "custom_grad", None)
+        if grad is not None and lowerer.ref_outputs:
+            raise KernelError(f"func '{func.__name__}' has a custom gradient and kc.ref "
+                              f"parameters of value types, which cannot be combined", loc,
+                              self.kernel_name)
         if grad is not None:
             from kernelc.autodiff.custom import lower_custom_grad
 
@@ -80,7 +85,8 @@ class TidRef:
 class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLowering,
                       StmtLowering, RebindingLowering, ast.NodeVisitor):
     def __init__(self, ctx: CompileContext, source: Source, param_types: tuple[T.Type, ...],
-                 is_kernel: bool, name: str, return_annotation: Any = None):
+                 is_kernel: bool, name: str, return_annotation: Any = None,
+                 ref_outputs: tuple[int, ...] = ()):
         self.ctx = ctx
         self.source = source
         self.param_types = param_types
@@ -101,6 +107,10 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         self.tile_in_place = False
         self.tile_element_update = None  # the `t[i] op= x` on a tile element being lowered
         self.return_types = return_annotation
+        # The `kc.ref[T]` parameters handed back to the caller after the results (refs.py),
+        # and the slots holding them.
+        self.ref_outputs = ref_outputs
+        self.ref_slots: list[ir.Slot] = []
 
     def lower(self) -> ir.Function:
         tree = self.source.tree
@@ -109,16 +119,25 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         for stmt in tree.body:
             self.visit(stmt)
         return_types = self.return_types or ()
-        if not self.is_kernel and return_types and not self.always_returns(tree.body):
+        reaches_end = not self.always_returns(tree.body)
+        if not self.is_kernel and return_types and reaches_end:
             raise KernelError(
                 f"func '{tree.name}' can reach its end without returning a value",
                 self.source.loc(tree), self.ctx.kernel_name,
             )
+        if self.ref_slots:
+            if reaches_end:
+                self.b.append(ir.Return(self.b.loc, self.ref_values()))
+            return_types = (*return_types, *(s.type for s in self.ref_slots))
         return ir.Function(
             name=self.name, params=params, param_names=tuple(a.arg for a in tree.args.args),
             return_types=tuple(return_types), body=self.b.body(), slots=tuple(self.b.slots),
             is_kernel=self.is_kernel, loc=self.source.loc(tree),
         )
+
+    def ref_values(self) -> tuple[ir.Value, ...]:
+        """The current values of the reference parameters, returned after the results."""
+        return tuple(self.b.load(s) for s in self.ref_slots)
 
     def bind_params(self, tree: ast.FunctionDef) -> tuple[ir.Value, ...]:
         assigned = {
@@ -138,12 +157,17 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
                 if isinstance(base, ast.Name):
                     stored_into.add(base.id)
         params = []
-        for arg, t in zip(tree.args.args, self.param_types):
+        for k, (arg, t) in enumerate(zip(tree.args.args, self.param_types)):
             value = self.b.new_value(t)
             params.append(value)
             value_type = isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType, T.StructType))
             in_place = value_type and (arg.arg in passed or arg.arg in stored_into)
-            if isinstance(t, T.TupleType):  # a tuple argument: one parameter per item
+            if k in self.ref_outputs:  # handed back to the caller: always in a slot
+                slot = self.b.new_slot(arg.arg, t)
+                self.b.store(slot, value)
+                self.names[arg.arg] = slot
+                self.ref_slots.append(slot)
+            elif isinstance(t, T.TupleType):  # a tuple argument: one parameter per item
                 params.pop()
                 items = [self.b.new_value(e) for e in t.elements]
                 params += items
@@ -316,13 +340,22 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
 
         if tile_funcs.takes_tiles(obj):  # lowered in place: tiles live in the caller
             return tile_funcs.call_inline(self, obj, node)
-        args = [self.func_arg(self.visit(a), a) for a in node.args]
-        keywords = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                raise KernelError("'**' unpacking is not supported in func calls")
-            keywords[kw.arg] = self.func_arg(self.visit(kw.value), kw.value)
-        return self.call_func(obj, args, keywords)
+        if any(kw.arg is None for kw in node.keywords):
+            raise KernelError("'**' unpacking is not supported in func calls")
+        arg_nodes = list(node.args)
+        kw_nodes = {kw.arg: kw.value for kw in node.keywords}
+        targets = refs.RefTargets(self) if refs.has_refs(obj) else None
+        if targets is not None:  # indices of referenced elements are evaluated once
+            arg_nodes = [targets.prepare(a) for a in arg_nodes]
+            kw_nodes = {k: targets.prepare(v) for k, v in kw_nodes.items()}
+        try:
+            args = [self.func_arg(self.visit(a), a) for a in arg_nodes]
+            keywords = {k: self.func_arg(self.visit(v), v) for k, v in kw_nodes.items()}
+            return self.call_func(obj, args, keywords,
+                                  (arg_nodes, kw_nodes, targets) if targets else None)
+        finally:
+            if targets is not None:
+                targets.release()
 
     def func_arg(self, value: Any, node: ast.AST) -> Val | TupleArg:
         """A func argument: a value, or a tuple (literals at their default types), which is
@@ -333,9 +366,12 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         items = tuple(self.coerce(v, v.type) if v.weak else v for v in items)
         return TupleArg(items, T.TupleType(tuple(v.type for v in items)))
 
-    def call_func(self, obj, args: list[Val], keywords: dict[str, Val] | None = None):
+    def call_func(self, obj, args: list[Val], keywords: dict[str, Val] | None = None,
+                  ref_call: tuple | None = None):
         """Calls the @func `obj` with lowered arguments (positional, then by keyword; missing
-        ones take the parameter's default): a Val, a TupleVal, or PyObj(None)."""
+        ones take the parameter's default): a Val, a TupleVal, or PyObj(None).
+        `ref_call` holds the argument expressions and their `RefTargets`, which receive
+        the values of the func's `kc.ref[T]` parameters after the call."""
 
         def default(name: str, value: Any) -> Val:
             lowered = self.from_python(value, None)
@@ -352,19 +388,50 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             else:
                 coerced.append(self.coerce(a, t).value)
         coerced = tuple(coerced)
+        outputs = refs.ref_outputs(obj, param_types)
+        targets = self.ref_targets(obj, outputs, ref_call)
         callee = self.ctx.lower_func(obj, param_types, self.b.loc)
         results = callee.return_types
         if not results:
             self.b.op(OpCode.CALL_FUNC, coerced, T.void, callee.name)
             return PyObj(None)
-        if len(results) == 1:
+        if len(results) == 1 and not outputs:
             return self.received(Val(self.b.op(OpCode.CALL_FUNC, coerced, results[0],
                                                callee.name)))
-        packed = self.b.op(OpCode.CALL_FUNC, coerced, T.TupleType(results), callee.name)
-        return TupleVal(tuple(
-            self.received(Val(self.b.op(OpCode.EXTRACT, (packed,), t, i)))
-            for i, t in enumerate(results)
-        ))
+        if len(results) == 1:  # a func's only result is not a tuple
+            values = [self.b.op(OpCode.CALL_FUNC, coerced, results[0], callee.name)]
+        else:
+            packed = self.b.op(OpCode.CALL_FUNC, coerced, T.TupleType(results), callee.name)
+            values = [self.b.op(OpCode.EXTRACT, (packed,), t, i) for i, t in enumerate(results)]
+        if outputs:
+            values, handed_back = values[:-len(outputs)], values[-len(outputs):]
+            for target, value in zip(targets, handed_back):
+                ref_call[2].write_back(target, value)
+            if not values:
+                return PyObj(None)
+            if len(values) == 1:
+                return self.received(Val(values[0]))
+        return TupleVal(tuple(self.received(Val(v)) for v in values))
+
+    def ref_targets(self, obj: Any, outputs: tuple[int, ...], ref_call: tuple | None
+                    ) -> list[ast.expr]:
+        """The argument expressions receiving the func's reference parameters, checked."""
+        if not outputs:
+            return []
+        if ref_call is None:
+            raise KernelError(f"func '{obj.__name__}' takes kc.ref parameters and can only be "
+                              f"called directly")
+        arg_nodes, kw_nodes, targets = ref_call
+        nodes = obj.bind(arg_nodes, kw_nodes, lambda name, value: None)
+        found = []
+        for i in outputs:
+            name = obj.arg_names[i]
+            if nodes[i] is None:
+                raise KernelError(f"argument '{name}' of '{obj.__name__}' is a kc.ref "
+                                       f"parameter and needs a variable, not its default")
+            targets.check(nodes[i], name, obj.__name__)
+            found.append(nodes[i])
+        return found
 
     def received(self, value: Val) -> Val | LocalArray:
         """A func's result; a local array it returned becomes the caller's own copy."""

@@ -314,7 +314,7 @@ class StmtLowering:
             if v.type != t and not v.weak:
                 raise KernelError(f"returns {v.type!r} here but {t!r} elsewhere")
             out.append(self.coerce(v, t).value)
-        self.b.append(ir.Return(self.b.loc, tuple(out)))
+        self.b.append(ir.Return(self.b.loc, (*out, *self.ref_values())))
 
     def returned_value(self, v: Any, k: int, node: ast.Return) -> Val:
         """The `k`-th returned value; a local array is returned by value, as a fixedarray."""
