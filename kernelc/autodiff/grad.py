@@ -70,10 +70,17 @@ def _grad_call_form(lw, node: ast.Call):
     grad_of = lw.visit(node.func).obj
     if node.keywords:
         raise KernelError("grad(f)(...) takes positional arguments")
-    args = [lw.as_val(lw.visit(a), a) for a in node.args]
+    from kernelc.frontend.func_values import FunctionArg, FunctionValueType, function_arg
+
+    def argument(value: Any, a: ast.expr):  # a value, or a func or builtin (kc.Function)
+        function = function_arg(value.obj, lw.special_form) if isinstance(value, PyObj) \
+            else None
+        return function if function is not None else lw.as_val(value, a)
+
+    args = [argument(lw.visit(a), a) for a in node.args]
 
     def default(name: str, value: Any):
-        return lw.from_python(value, None)
+        return function_arg(value, lw.special_form) or lw.from_python(value, None)
 
     from kernelc.builtins.registry import Builtin
 
@@ -87,9 +94,12 @@ def _grad_call_form(lw, node: ast.Call):
     if any(has_arrays(t) for t in param_types):
         raise KernelError(f"grad() of '{func.__name__}': funcs taking arrays have no "
                           "gradient here")
-    coerced = [lw.coerce(a, t).value for a, t in zip(bound, param_types)]
+    coerced = [lw.coerce(a, t).value for a, t in zip(bound, param_types)
+               if not isinstance(a, FunctionArg)]
     if callee is None:
         callee = lw.ctx.lower_func(func, param_types, lw.b.loc)
+    # a func or builtin argument is no parameter of the lowered func, nor has a gradient
+    param_types = tuple(t for t in param_types if not isinstance(t, FunctionValueType))
     info = gradient_func(lw.ctx, callee)
     if not info.diff_results:
         raise KernelError(f"grad() of '{func.__name__}': it returns no float value")

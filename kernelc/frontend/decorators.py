@@ -11,6 +11,7 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError
+from kernelc.frontend.func_values import FunctionValueType, is_function_class
 from kernelc.frontend.source import Source, read_source
 from kernelc.ir import nodes as ir
 from kernelc.types_ref import is_ref
@@ -109,6 +110,7 @@ class Func(_SourceMixin):
         typed = [_host_arg(a) for a in args]
         typed_kw = {k: _host_arg(v) for k, v in kwargs.items()}
         if any(t is None for t in (*typed, *typed_kw.values())):
+            self._check_function_args(args, kwargs)
             return self.func(*args, **kwargs)  # a value kernels cannot take: no choosing
         try:
             chosen, _, _ = self.resolve(typed, typed_kw, lambda name, v: _host_arg(v))
@@ -117,6 +119,25 @@ class Func(_SourceMixin):
 
             raise WarpCodegenTypeError(err.message) from None
         return chosen.func(*args, **kwargs)
+
+    def _check_function_args(self, args: tuple, kwargs: dict) -> None:
+        """Refuses, on the host as in kernels, a `kc.Function` parameter given anything but
+        a func or a builtin (a lambda, say)."""
+        from kernelc.builtins.registry import Builtin
+        from kernelc.errors import WarpCodegenTypeError
+
+        if len(self.variants) != 1:
+            return
+        try:
+            bound = inspect.signature(self.func).bind_partial(*args, **kwargs).arguments
+        except TypeError:
+            return  # Python reports it when calling
+        for name, value in bound.items():
+            if is_function_class(self.annotations.get(name)) and \
+                    not isinstance(value, (Func, Builtin)):
+                raise WarpCodegenTypeError(
+                    f"func '{self.__name__}': argument '{name}' must be a @kc.func or a "
+                    f"builtin, got {type(value).__name__}")
 
     def add_variant(self, other: Func) -> None:
         """Adds an overload; one with the same annotations replaces the earlier definition."""
@@ -214,6 +235,15 @@ class Func(_SourceMixin):
         for name, t, w in zip(names, arg_types, weak):
             ann = self.arg_annotation(name)
             ann = ann.dtype if is_ref(ann) else ann
+            if is_function_class(ann) or isinstance(t, FunctionValueType):
+                if not (is_function_class(ann) and isinstance(t, FunctionValueType)) and \
+                        ann is not typing.Any:
+                    expected = "a kc.Function (a @kc.func or a builtin)" \
+                        if is_function_class(ann) else repr(T.as_type(ann))
+                    raise KernelError(f"argument '{name}' of '{self.__name__}' expects "
+                                      f"{expected}, got {t!r}")
+                out.append(t)
+                continue
             want = None if ann is typing.Any else T.as_type(ann)
             if want is None and ann is not typing.Any:
                 raise KernelError(f"parameter '{name}' of '{self.__name__}' has no kernelc type")
@@ -240,7 +270,11 @@ class _HostArg:
 
 def _host_arg(value: Any) -> _HostArg | None:
     """The kernelc type of a host value (a Python number is a literal), or None."""
+    from kernelc.builtins.registry import Builtin
     from kernelc.runtime.host_call import classify
+
+    if isinstance(value, (Func, Builtin)):  # for a kc.Function parameter
+        return _HostArg(FunctionValueType(value), False)
 
     try:
         return _HostArg(*classify("func", value))

@@ -13,6 +13,7 @@ from kernelc.errors import KernelError, Loc, WarpCodegenKeyError, WarpCodegenTyp
 from kernelc.frontend import literal_locals, local_arrays, refs
 from kernelc.frontend.builder import IRBuilder, StorageHandle, Val
 from kernelc.frontend.construct import ConstructLowering
+from kernelc.frontend.func_values import FunctionArg, FunctionValueType, function_arg
 from kernelc.frontend.local_arrays import LocalArray
 from kernelc.frontend.lower_aggregate import AggregateLowering
 from kernelc.frontend.lower_expr import ArrayView, ExprLowering, PyObj, TupleVal
@@ -58,6 +59,11 @@ class CompileContext:
         self._done[key] = fn
         self.funcs.append(fn)
         replay = getattr(func, "custom_replay", None)
+        if (replay is not None or getattr(func, "custom_grad", None) is not None) and any(
+                isinstance(t, FunctionValueType) for t in param_types):
+            raise KernelError(f"func '{func.__name__}' takes Function parameters, which "
+                              f"cannot be combined with custom gradients or replay functions",
+                              loc, self.kernel_name)
         if replay is not None:  # a @kc.func_replay: lowered for the same argument types
             lowered = self.lower_func(replay, param_types, loc)
             if lowered.return_types != fn.return_types:
@@ -129,8 +135,10 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             if reaches_end:
                 self.b.append(ir.Return(self.b.loc, self.ref_values()))
             return_types = (*return_types, *(s.type for s in self.ref_slots))
+        names = tuple(a.arg for a, t in zip(tree.args.args, self.param_types)
+                      if not isinstance(t, FunctionValueType))
         return ir.Function(
-            name=self.name, params=params, param_names=tuple(a.arg for a in tree.args.args),
+            name=self.name, params=params, param_names=names,
             return_types=tuple(return_types), body=self.b.body(), slots=tuple(self.b.slots),
             is_kernel=self.is_kernel, loc=self.source.loc(tree),
         )
@@ -162,7 +170,10 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             params.append(value)
             value_type = isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType, T.StructType))
             in_place = value_type and (arg.arg in passed or arg.arg in stored_into)
-            if k in self.ref_outputs:  # handed back to the caller: always in a slot
+            if isinstance(t, FunctionValueType):  # a func or builtin: nothing at run time
+                params.pop()
+                self.names[arg.arg] = PyObj(t.target)
+            elif k in self.ref_outputs:  # handed back to the caller: always in a slot
                 slot = self.b.new_slot(arg.arg, t)
                 self.b.store(slot, value)
                 self.names[arg.arg] = slot
@@ -357,9 +368,14 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
             if targets is not None:
                 targets.release()
 
-    def func_arg(self, value: Any, node: ast.AST) -> Val | TupleArg:
-        """A func argument: a value, or a tuple (literals at their default types), which is
-        passed as one argument per item (`bind_params`)."""
+    def func_arg(self, value: Any, node: ast.AST) -> Val | TupleArg | FunctionArg:
+        """A func argument: a value, a tuple (literals at their default types), which is
+        passed as one argument per item (`bind_params`), or a func or builtin, which the
+        callee is specialised for (func_values.py)."""
+        if isinstance(value, PyObj):
+            function = function_arg(value.obj, self.special_form)
+            if function is not None:
+                return function
         if not isinstance(value, TupleVal):
             return self.as_val(value, node)
         items = [self.as_val(v, node) for v in value.items]
@@ -373,7 +389,10 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         `ref_call` holds the argument expressions and their `RefTargets`, which receive
         the values of the func's `kc.ref[T]` parameters after the call."""
 
-        def default(name: str, value: Any) -> Val:
+        def default(name: str, value: Any) -> Val | FunctionArg:
+            function = function_arg(value, self.special_form)
+            if function is not None:
+                return function
             lowered = self.from_python(value, None)
             if not isinstance(lowered, Val):
                 raise KernelError(f"the default value of parameter '{name}' of func "
@@ -385,6 +404,8 @@ class FunctionLowerer(TileLowering, AggregateLowering, ConstructLowering, ExprLo
         for a, t in zip(args, param_types):
             if isinstance(a, TupleArg):
                 coerced += [v.value for v in a.items]
+            elif isinstance(a, FunctionArg):
+                continue  # known when compiling: the callee is specialised for it
             else:
                 coerced.append(self.coerce(a, t).value)
         coerced = tuple(coerced)
