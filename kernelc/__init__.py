@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 from kernelc.types import (  # noqa: E402
     bool_ as bool,  # noqa: A001
     float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
-    uint64, dtype_from_numpy, dtype_to_numpy, fixedarray,
+    uint64, handle, dtype_from_numpy, dtype_to_numpy, fixedarray,
 )
 from kernelc.constants import *  # noqa: E402,F403  (pi, tau, e, inf, nan, ... as in Warp)
 from kernelc.errors import (  # noqa: E402

@@ -470,6 +470,8 @@ uint8 = ScalarType("uint8", "uint", 8)
 uint16 = ScalarType("uint16", "uint", 16)
 uint32 = ScalarType("uint32", "uint", 32)
 uint64 = ScalarType("uint64", "uint", 64)
+# Warp's type for Mesh, Volume and BVH ids in parameters, fields and arrays: a uint64.
+handle = uint64
 float16 = ScalarType("float16", "float", 16)
 float32 = ScalarType("float32", "float", 32)
 float64 = ScalarType("float64", "float", 64)

@@ -431,3 +431,38 @@ def test_profiler_and_access_switches_on_cuda():
             with kc.ScopedMempoolAccess(dev, other, True):
                 assert kc.is_mempool_access_enabled(dev, other)
             assert not kc.is_mempool_access_enabled(dev, other)
+
+
+# ---- handle -----------------------------------------------------------------------------------
+
+
+@kc.struct
+class MeshRef:
+    mesh: kc.handle
+    scale: float
+
+
+@kc.kernel
+def closest_through_handles(refs: kc.array(dtype=MeshRef), ids: kc.array(dtype=kc.handle),
+                            p: kc.array(dtype=kc.vec3), out: kc.array2d(dtype=float)):
+    i = kc.tid()
+    q = kc.mesh_query_point(refs[0].mesh, p[i], 100.0)
+    r = kc.mesh_query_point(ids[0], p[i], 100.0)
+    out[i, 0] = float(q.face) * refs[0].scale
+    out[i, 1] = float(r.face) * refs[0].scale
+
+
+def test_handle_is_warps_uint64_for_object_ids():
+    assert kc.handle is kc.uint64 and np.dtype(kc.dtype_to_numpy(kc.handle)) == np.uint64
+    points = kc.array(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], np.float32),
+                      dtype=kc.vec3)
+    mesh = kc.Mesh(points, kc.array(np.array([0, 1, 2, 1, 3, 2], np.int32)))
+    ref = MeshRef()
+    ref.mesh = mesh.id
+    ref.scale = 2.0
+    refs = kc.array([ref], dtype=MeshRef)
+    ids = kc.array([mesh.id], dtype=kc.handle)
+    p = kc.array(np.array([[0.1, 0.1, 1.0], [0.9, 0.9, -1.0]], np.float32), dtype=kc.vec3)
+    out = poisoned((2, 2), np.float32)
+    kc.launch(closest_through_handles, 2, [refs, ids, p, out])
+    np.testing.assert_array_equal(out.numpy(), [[0.0, 0.0], [2.0, 2.0]])
