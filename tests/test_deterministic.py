@@ -188,3 +188,43 @@ def test_a_reused_launch_follows_a_change_of_mode(two_threads, data):
     expected = np.zeros(16, np.float32)
     np.add.at(expected, bins, values)
     np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def _unique_scatter(options):
+    @kc.kernel(module="unique", module_options=options)
+    def unique_scatter(bins: kc.array(dtype=kc.int32), values: kc.array(dtype=float),
+                       out: kc.array(dtype=float)):
+        i = kc.tid()
+        kc.atomic_add(out, bins[i], values[i])
+
+    return unique_scatter
+
+
+def test_module_options_of_a_unique_kernel(two_threads, data):
+    bins, values = data
+    ordered = _unique_scatter({"deterministic": kc.DeterministicMode.GPU_TO_GPU})
+    free = _unique_scatter({"deterministic": kc.DeterministicMode.NOT_GUARANTEED})
+    assert ordered.module != free.module  # one function, two modules
+    assert ordered.module.options["deterministic"] is kc.DeterministicMode.GPU_TO_GPU
+    expected = np.zeros(16, np.float32)
+    np.add.at(expected, bins, values)
+    out = kc.zeros(16, dtype=float)
+    launch = kc.launch(ordered, N, inputs=[kc.array(bins), kc.array(values), out],
+                       record_cmd=True)
+    assert launch.in_order
+    launch.launch()
+    np.testing.assert_array_equal(out.numpy(), expected)
+    launch = kc.launch(free, N, inputs=[kc.array(bins), kc.array(values), out],
+                       record_cmd=True)
+    assert not launch.in_order
+
+
+def test_module_options_are_checked():
+    with pytest.raises(TypeError, match="must be a dict"):
+        kc.kernel(module="unique", module_options=[("fast_math", True)])(lambda: None)
+    with pytest.raises(ValueError, match="requires module=\"unique\""):
+        kc.kernel(module_options={"fast_math": True})(lambda: None)
+    with pytest.raises(ValueError, match="unknown module_options: 'fast_mth'"):
+        kc.kernel(module="unique", module_options={"fast_mth": True})(lambda: None)
+    with pytest.raises(ValueError, match="block_dim"):
+        kc.kernel(module="unique", module_options={"block_dim": 0})(lambda: None)

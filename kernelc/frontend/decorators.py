@@ -298,7 +298,8 @@ class Kernel(_SourceMixin):
     """A kernel (`@kc.kernel`): launched over a grid of threads with `kc.launch`."""
 
     def __init__(self, func: Callable, key: str | None = None, module: Any = None,
-                 options: dict[str, Any] | None = None):
+                 options: dict[str, Any] | None = None,
+                 module_options: dict[str, Any] | None = None):
         # `kc.Kernel(func, key=..., module=...)` as in Warp: one Python function made into
         # several kernels (one per key), possibly in another module.
         self.func = func
@@ -312,7 +313,13 @@ class Kernel(_SourceMixin):
 
         if module == "unique":  # Warp's module="unique": a module of its own
             module = f"{func.__module__}.{func.__qualname__}"
+            if module_options:  # kernels made alike but with other options stay apart
+                module += f"[{_options_digest(module_options)}]"
         self.module = Module(getattr(module, "name", module) or func.__module__)
+        if module_options:
+            from kernelc.runtime.module import set_module_options
+
+            set_module_options(module_options, self.module)
         # per argument-type tuple: the IR module and, per device kind, the compiled kernel
         self._ir: dict[tuple[T.Type, ...], ir.Module] = {}
         self.compiled: dict[Any, Any] = {}
@@ -398,13 +405,15 @@ def _symbol(name: str) -> str:
 
 
 def kernel(f: Callable | None = None, *, name: str | None = None,
-           enable_backward: bool | None = None, module: Any = None, **options: Any) -> Any:
+           enable_backward: bool | None = None, module: Any = None,
+           module_options: dict[str, Any] | None = None, **options: Any) -> Any:
     """Decorator making a Python function a kernel (`@kc.kernel` or `@kc.kernel(...)`).
 
     `name` (Warp's) sets the kernel's `key`, e.g. to make one Python function into two
     kernels; `enable_backward=False` (Warp's) leaves the kernel out of `Tape.backward`; `module`
     (a name, a Python module or "unique") says whose module options apply and which
-    `Module` it belongs to; `reduce_mode=kc.ReduceMode.X`
+    `Module` it belongs to; `module_options` (with `module="unique"` only, as in Warp) sets
+    that module's options (`kc.set_module_options` keys); `reduce_mode=kc.ReduceMode.X`
     chooses how the kernel's contended atomics are done (see `kc.ReduceMode`).
     """
     from kernelc.config import ReduceMode
@@ -423,7 +432,10 @@ def kernel(f: Callable | None = None, *, name: str | None = None,
         raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
 
     def wrap(fn: Callable) -> Kernel:
-        return Kernel(fn, key=name, module=module, options=options)
+        if module_options is not None:
+            _check_module_options(fn, module, module_options)
+        return Kernel(fn, key=name, module=module, options=options,
+                      module_options=module_options)
 
     return wrap(f) if f is not None else wrap
 
@@ -465,6 +477,30 @@ def func(f: Callable | None = None, *, name: str | None = None, module: Any = No
         return new
 
     return wrap(f) if f is not None else wrap
+
+
+def _check_module_options(fn: Callable, module: Any, module_options: Any) -> None:
+    """Warp's rules for `@kernel(module_options=...)`."""
+    from kernelc.runtime.module import MODULE_OPTION_KEYS
+
+    where = f"@kc.kernel for '{fn.__name__}'"
+    if not isinstance(module_options, dict):
+        raise TypeError(f"{where}: module_options must be a dict, got "
+                        f"{type(module_options).__name__}")
+    if module != "unique":
+        raise ValueError(f"{where}: module_options requires module=\"unique\"; set the "
+                         f"options of a shared module with kc.set_module_options()")
+    unknown = sorted(set(module_options) - set(MODULE_OPTION_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown module_options: {', '.join(map(repr, unknown))}. "
+                         f"Valid options are: {', '.join(map(repr, MODULE_OPTION_KEYS))}")
+
+
+def _options_digest(options: dict[str, Any]) -> str:
+    import hashlib
+
+    text = ";".join(f"{k}={options[k]!r}" for k in sorted(options))
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def _raw_signature(f: Callable) -> tuple:

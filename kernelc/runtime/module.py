@@ -33,6 +33,7 @@ _MODULE_OPTION_DEFAULTS: dict[str, Any] = {
     "cpu_compiler_flags": None, "block_dim": 256, "compile_time_trace": None,
     "strip_hash": False, "deterministic": None, "deterministic_max_records": None,
 }
+MODULE_OPTION_KEYS = tuple(sorted(_MODULE_OPTION_DEFAULTS))
 # `deterministic` stays None (follow `kc.config.deterministic` at each launch) until set.
 _FROM_CONFIG = ("max_unroll", "enable_backward", "lineinfo", "compile_time_trace",
                 "deterministic_max_records")
