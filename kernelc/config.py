@@ -146,7 +146,10 @@ class Config:
             array is overwritten after a recorded launch read it, or when a kernel writes an
             array argument after reading it (Warp's setting; default False).
         version (str): The kernelc version.
-        verify_fp, verify_cuda, print_launches, verbose_warnings (bool): Warp's settings
+        verify_fp (bool): Check every float written to an array (stores and atomics) and
+            print the file, line, kernel, array and value when it is NaN or infinite
+            (Warp's setting; default False). Kernels compile again with the checks.
+        verify_cuda, print_launches, verbose_warnings (bool): Warp's settings
             with Warp's defaults, readable and assignable so that ported code runs; kernelc
             ignores them.
         optimization_level (int | None): Warp's setting (default None), ignored likewise.
@@ -170,8 +173,8 @@ class Config:
         self.reduce_mode: ReduceMode = ReduceMode.Direct
         self.enable_backward: bool = True
         self.verify_autograd_array_access: bool = False
+        self._verify_fp = False
         # Warp-only settings: read and written by ported code, no effect in kernelc.
-        self.verify_fp: bool = False
         self.verify_cuda: bool = False
         self.print_launches: bool = False
         self.verbose_warnings: bool = False
@@ -179,9 +182,19 @@ class Config:
         self._track_memory = False
         self._deterministic = DeterministicMode.NOT_GUARANTEED
         self._deterministic_max_records = 0
-        # Counts changes of the deterministic settings (here and in module options): a
-        # launch packed under other settings is not reused.
+        # Counts changes of the deterministic settings (here and in module options) and of
+        # verify_fp: a launch packed under other settings is not reused.
         self.deterministic_epoch = 0
+
+    @property
+    def verify_fp(self) -> bool:
+        """See the class docstring."""
+        return self._verify_fp
+
+    @verify_fp.setter
+    def verify_fp(self, value: bool) -> None:
+        self._verify_fp = bool(value)
+        self.deterministic_epoch += 1
 
     @property
     def deterministic(self) -> DeterministicMode:

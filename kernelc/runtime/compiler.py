@@ -79,8 +79,12 @@ def _struct_definitions(module: ir.Module) -> str:
 
 
 def optimized_ir(kernel, arg_types: tuple[T.Type, ...]) -> ir.Module:
-    module = kernel.get_ir(arg_types)
-    return run_pipeline(module, dump=config.dump_ir)
+    module = run_pipeline(kernel.get_ir(arg_types), dump=config.dump_ir)
+    if config.verify_fp:
+        from kernelc.ir.passes.fp_checks import insert_fp_checks
+
+        module = insert_fp_checks(module)
+    return module
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...], disjoint_arrays: bool 
     `wide_launch`: the variant for launches with more dimensions than some tid() unpacks
     (see `launch_alias.wide_launch`)."""
     options = cpu_options(disjoint_arrays, expanded, wide_launch)
-    mem_key = ("cpu", arg_types, options)
+    mem_key = ("cpu", arg_types, options, config.verify_fp)
     found = kernel.compiled.get(mem_key)
     if found is not None:
         return found

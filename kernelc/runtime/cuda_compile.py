@@ -44,7 +44,7 @@ def build_cuda_image(kernel, arg_types: tuple[T.Type, ...], arch: int) -> CudaIm
     from kernelc.runtime.compiler import optimized_ir
 
     options = cuda_options()
-    mem_key = ("cuda", arg_types, arch, options)
+    mem_key = ("cuda", arg_types, arch, options, config.verify_fp)
     found = kernel.compiled.get(mem_key)
     if found is not None:
         return found
