@@ -497,9 +497,15 @@ _PYTHON_TYPES = {int: int32, float: float32, bool: bool_}
 def from_numpy_dtype(dtype: _Any) -> ScalarType:
     """The scalar type of a NumPy dtype; raises TypeError for dtypes kernelc lacks."""
     try:
-        return _BY_NP_DTYPE[np.dtype(dtype)]
+        found = np.dtype(dtype)
+        return bfloat16 if is_ml_bfloat16(found) else _BY_NP_DTYPE[found]
     except (KeyError, TypeError, ValueError):  # NumPy raises ValueError for some classes
         raise TypeError(f"NumPy dtype {dtype!r} has no kernelc equivalent") from None
+
+
+def is_ml_bfloat16(dtype: np.dtype) -> bool:
+    """Whether `dtype` is the bfloat16 of the ml_dtypes package (as JAX's arrays have)."""
+    return dtype.name == "bfloat16" and dtype.kind == "V" and dtype.itemsize == 2
 
 
 def number_type(value: np.generic) -> ScalarType:

@@ -10,6 +10,7 @@ values away from zero; outputs are poisoned with a NaN bit pattern no result has
 from __future__ import annotations
 
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -87,7 +88,8 @@ def test_conversion_rounds_to_nearest_even_and_keeps_nan():
     np.testing.assert_array_equal(kc.array(random, dtype=BF)._values(), ref_bits(random))
 
 
-def test_numpy_gives_the_bits_with_a_warning_and_list_gives_numbers():
+def test_numpy_gives_the_bits_with_a_warning_and_list_gives_numbers(monkeypatch):
+    monkeypatch.setattr(array_bf16, "ml_bfloat16", lambda: None)  # as without ml_dtypes
     a = kc.array([1.5, 2.25, 3.0, 1 / 3], dtype=BF)
     logger._state()["seen"].discard((UserWarning, array_bf16._NUMPY_WARNING))  # (once only)
     with pytest.warns(UserWarning, match="raw bit representation"):
@@ -103,6 +105,26 @@ def test_numpy_gives_the_bits_with_a_warning_and_list_gives_numbers():
     assert a._values().tolist() == [int(ref_bits(2.7))] * 4
     assert kc.zeros(2, dtype=BF)._values().tolist() == [0, 0]
     assert kc.full(2, BF(1.3)).dtype == BF
+
+
+def test_numpy_gives_ml_dtypes_bfloat16_where_installed():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    values = [1.5, 2.25, 3.0, 1 / 3]
+    a = kc.array(values, dtype=BF)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the values are numbers
+        got = a.numpy()
+    assert got.dtype == ml_dtypes.bfloat16
+    assert got.astype(np.float32).tolist() == [1.5, 2.25, 3.0, 0.333984375]
+    assert got.view(np.uint16).tolist() == [16320, 16400, 16448, 16043]
+    # ml_dtypes data gives bfloat16 arrays, by inference or by dtype, bit for bit
+    data = np.array([1.0, -2.5, 100.0, 0.001], dtype=ml_dtypes.bfloat16)
+    for b in (kc.array(data), kc.array(data, dtype=BF)):
+        assert b.dtype == BF and b._values().tolist() == data.view(np.uint16).tolist()
+    assert kc.dtype_from_numpy(ml_dtypes.bfloat16) is BF
+    assert kc.dtype_from_numpy(np.dtype(ml_dtypes.bfloat16)) is BF
+    v = kc.array(np.ones((2, 3), np.float32), dtype=kc.types.vector(3, BF))
+    assert v.numpy().dtype == ml_dtypes.bfloat16 and v.numpy().shape == (2, 3)
 
 
 def test_host_scalars_and_type_queries():
@@ -415,7 +437,7 @@ def test_torch_tensors_share_the_bits():
     tensor = torch.tensor(values, dtype=torch.bfloat16)
     arr = kc.from_torch(tensor)
     assert arr.dtype == kc.bfloat16
-    np.testing.assert_array_equal(arr.numpy(), ref_bits(values))
+    np.testing.assert_array_equal(arr._values(), ref_bits(values))
     back = kc.to_torch(kc.array(values, dtype=kc.bfloat16))
     assert back.dtype == torch.bfloat16
     np.testing.assert_array_equal(back.float().numpy(), ref_values(ref_bits(values)))

@@ -54,8 +54,19 @@ def test_dtypes_map_both_ways(name):
 def test_dtypes_without_counterpart_raise_type_error():
     with pytest.raises(TypeError, match="vec3"):
         kc.dtype_to_jax(kc.vec3)
-    with pytest.raises(TypeError, match="bfloat16"):
-        kc.dtype_from_jax(jnp.bfloat16)
+    assert kc.dtype_from_jax(jnp.bfloat16) is kc.bfloat16  # as in Warp
+    assert kc.dtype_to_jax(kc.bfloat16) is jnp.bfloat16
+
+
+def test_bfloat16_arrays_both_ways():
+    values = np.array([1.5, -2.25, 3.0, 1 / 3], np.float32)
+    a = kc.array(values, dtype=kc.bfloat16)
+    x = kc.to_jax(a)
+    assert x.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.asarray(x, np.float32), [1.5, -2.25, 3.0, 0.333984375])
+    back = kc.from_jax(jnp.asarray(values, dtype=jnp.bfloat16) * 2)
+    assert back.dtype == kc.bfloat16
+    assert [float(v) for v in back.list()] == [3.0, -4.5, 6.0, 0.66796875]
 
 
 def test_devices_map_both_ways():

@@ -135,7 +135,7 @@ def dtype_from_jax(jax_dtype: Any) -> T.ScalarType:
         The kernelc scalar type.
 
     Raises:
-        TypeError: kernelc has no such type (`bfloat16`, complex types, ...).
+        TypeError: kernelc has no such type (complex types, ...).
     """
     import jax.numpy as jnp
 
@@ -165,7 +165,12 @@ def to_jax(arr: array) -> Any:
 
     if not isinstance(arr, array):
         raise TypeError(f"to_jax() needs a kernelc array, got {type(arr).__name__}")
-    return jax.dlpack.from_dlpack(arr if arr.is_contiguous else arr.contiguous())
+    result = jax.dlpack.from_dlpack(arr if arr.is_contiguous else arr.contiguous())
+    if getattr(arr.dtype, "dtype", arr.dtype) == T.bfloat16:  # exported as its bits
+        import jax.numpy as jnp
+
+        result = jax.lax.bitcast_convert_type(result, jnp.bfloat16)
+    return result
 
 
 def from_jax(jax_array: Any, dtype: Any = None) -> array:
@@ -190,8 +195,13 @@ def from_jax(jax_array: Any, dtype: Any = None) -> array:
         from kernelc.runtime.array_interop import from_dlpack
 
         return from_dlpack(jax_array, dtype=dtype)
+    scalar = dtype_from_jax(jax_array.dtype)
+    if scalar == T.bfloat16:  # NumPy takes no DLPack bfloat16: view the bits instead
+        import jax
+        import jax.numpy as jnp
+
+        jax_array = jax.lax.bitcast_convert_type(jax_array, jnp.uint16)
     host = np.from_dlpack(jax_array)  # read-only view of JAX's buffer; it holds the buffer
-    scalar = dtype_from_jax(host.dtype)
     elem = scalar if dtype is None else resolve_dtype(dtype)
     np_dtype, inner = element_layout(elem)
     if np_dtype != host.dtype:

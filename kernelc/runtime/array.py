@@ -23,7 +23,7 @@ import numpy as np
 from kernelc.errors import ReshapeError
 from kernelc.runtime import memory
 from kernelc.runtime.array_access import AccessMixin
-from kernelc.runtime.array_bf16 import element_storage, list_items, numbers, warn_bits
+from kernelc.runtime.array_bf16 import element_storage, list_items, numbers, public_values
 from kernelc.runtime.array_grad import GradMixin, copy_grads, init_grad, view_grad
 from kernelc.runtime.array_ops import ArithmeticMixin
 from kernelc.runtime.array_struct import (
@@ -34,7 +34,7 @@ from kernelc.runtime.array_struct import (
 )
 from kernelc.runtime.device import Device, get_device
 from kernelc.runtime.memory import Shapelike, contiguous_strides, element_layout, normalize_shape
-from kernelc.types import ArrayType, StructType, Type, as_type
+from kernelc.types import ArrayType, StructType, Type, as_type, bfloat16, is_ml_bfloat16
 from kernelc.types import float32 as _float32
 
 Devicelike = Device | str | None
@@ -218,7 +218,8 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
             if dtype is None:
                 host = np.asarray(data)
                 # as_type would read object arrays of Python types as type annotations.
-                dtype = None if host.dtype.kind in "OUSVMmc" else as_type(host.dtype)
+                dtype = bfloat16 if is_ml_bfloat16(host.dtype) else None \
+                    if host.dtype.kind in "OUSVMmc" else as_type(host.dtype)
                 if dtype is None:
                     raise TypeError(f"unsupported input data dtype {host.dtype}: it has no "
                                     f"kernelc equivalent")
@@ -297,9 +298,9 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
 
     def numpy(self) -> np.ndarray:
         """The values as a NumPy array: a zero-copy view on the CPU, a copy from a GPU;
-        vector and matrix elements as trailing axes, bfloat16 values as their bits."""
-        warn_bits(self.dtype)
-        return self._values()
+        vector and matrix elements as trailing axes, bfloat16 values as `ml_dtypes.bfloat16`
+        where that package is installed, else as their bits (`np.uint16`)."""
+        return public_values(self._values(), self.dtype)
 
     def _values(self) -> np.ndarray:
         self._require_memory("numpy()")
@@ -342,7 +343,8 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         if not self.device.is_cpu:
             raise RuntimeError(f"DLPack export of arrays on {self.device} is not supported yet")
         options = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
-        return self.numpy().__dlpack__(**{k: v for k, v in options.items() if v is not None})
+        # (bfloat16 goes as its bits: NumPy, which exports, has no DLPack bfloat16)
+        return self._values().__dlpack__(**{k: v for k, v in options.items() if v is not None})
 
     def __dlpack_device__(self) -> tuple[int, int]:
         self._require_memory("__dlpack_device__()")

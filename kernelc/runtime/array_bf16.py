@@ -1,13 +1,15 @@
 """Array elements on the host, in and out, where bfloat16 needs care (kernelc.types_bf16).
 
-NumPy has no bfloat16, so an array of it (or of vectors, matrices of it) reads back as its
-raw bits, `np.uint16`, as in Warp, with a warning the first time; `list()` gives numbers.
-Data given to `kc.array` and `fill_()` is converted from numbers, except data that already
-is `np.uint16`, which is taken as the bits, as in Warp.
+NumPy has no bfloat16 of its own. As in Warp, an array of it (or of vectors, matrices of
+it) reads back as the `ml_dtypes.bfloat16` type where that package is installed, else as
+its raw bits, `np.uint16`, with a warning the first time; `list()` gives numbers. Data
+given to `kc.array` and `fill_()` is converted from numbers, except data that already is
+`np.uint16` (taken as the bits) or `ml_dtypes.bfloat16`, as in Warp.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -29,9 +31,33 @@ def has_bf16(dtype: Any) -> bool:
 
 def element_storage(data: Any, dtype: T.Type, np_dtype: np.dtype) -> np.ndarray:
     """Host `data` for elements of `dtype` in their memory form (`np_dtype`)."""
+    if has_bf16(dtype) and isinstance(data, np.ndarray) and T.is_ml_bfloat16(data.dtype):
+        return data.view(np.uint16)
     if has_bf16(dtype) and not (isinstance(data, np.ndarray) and data.dtype == np.uint16):
         return to_bits(data)
     return np.asarray(data, dtype=np_dtype)
+
+
+@functools.cache
+def ml_bfloat16() -> Any:
+    """`ml_dtypes.bfloat16` where the package is installed, else None."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return ml_dtypes.bfloat16
+
+
+def public_values(values: np.ndarray, dtype: T.Type) -> np.ndarray:
+    """What `numpy()` gives for `values` read from memory: bfloat16 bits seen as
+    `ml_dtypes.bfloat16` where it is installed (else the bits, with a warning)."""
+    if not has_bf16(dtype):
+        return values
+    ml = ml_bfloat16()
+    if ml is not None:
+        return values.view(ml)
+    warn_bits(dtype)
+    return values
 
 
 def warn_bits(dtype: T.Type) -> None:
@@ -41,8 +67,8 @@ def warn_bits(dtype: T.Type) -> None:
         from kernelc.logger import log_warning
         from kernelc.runtime.array_access import user_frame
 
-        level = user_frame(3)[1]  # (1: this function, 2: numpy(), 3: numpy's caller)
-        if level == 3:
+        level = user_frame(4)[1]  # (this function, public_values, numpy(), its caller)
+        if level == 4:
             log_warning(_NUMPY_WARNING, UserWarning, stacklevel=level, once=True)
 
 
