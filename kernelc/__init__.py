@@ -119,6 +119,7 @@ _LAZY_MODULES = (
     "kernelc.autodiff.tape",  # Tape
     "kernelc.autodiff.grad",  # grad
     "kernelc.autodiff.custom",  # func_grad, adjoint
+    "kernelc.frontend.native_funcs",  # func_native
     "kernelc.lib.noise",
     "kernelc.lib.sampling",
     "kernelc.lib.rotations",  # quat_between_vectors, transform_expand

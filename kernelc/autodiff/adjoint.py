@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelc import types as T
+from kernelc.autodiff import native
 from kernelc.autodiff.exits import lower_exits
 from kernelc.autodiff.local_arrays import check_call, local_backed
 from kernelc.autodiff.sweep import FunctionAD
@@ -144,7 +145,7 @@ class _ModuleAD:
             fn = self.primal[name]
             self._effects[name] = any(
                 isinstance(s, (ir.ArrayStore, ir.Print)) or (
-                    isinstance(s, ir.Op) and (s.opcode is OpCode.ATOMIC or (
+                    isinstance(s, ir.Op) and (s.opcode in (OpCode.ATOMIC, OpCode.NATIVE) or (
                         s.opcode is OpCode.CALL_FUNC and self.has_effects(s.attr))))
                 for s in ir.walk(fn.body))
         return self._effects[name]
@@ -188,7 +189,9 @@ class _ModuleAD:
                     nd = s.args[0].type.ndim
                     out.append(ir.Op(s.loc, s.result, OpCode.ARRAY_LOAD, s.args[:1 + nd]))
                 continue
-            if isinstance(s, ir.Op) and s.opcode is OpCode.CALL_FUNC:
+            if isinstance(s, ir.Op) and s.opcode is OpCode.NATIVE:
+                out.append(native.replay_op(s))
+            elif isinstance(s, ir.Op) and s.opcode is OpCode.CALL_FUNC:
                 if s.attr in self.primal:
                     check_call(s, self.primal[s.attr], self.primal, backed, s.attr)
                 out.append(ir.Op(s.loc, s.result, s.opcode, s.args, self.replay_name(s.attr)))

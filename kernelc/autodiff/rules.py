@@ -23,7 +23,7 @@ from kernelc.ir.passes.rewrite import operands
 # -- what the reverse sweep reads of the forward ------------------------------------------------
 
 _NEEDS_ALL = frozenset({OpCode.MUL, OpCode.DIV, OpCode.POW, OpCode.CALL, OpCode.ATOMIC,
-                        OpCode.CALL_FUNC})
+                        OpCode.CALL_FUNC, OpCode.NATIVE})
 
 
 def needed(s: ir.Stmt) -> tuple[ir.Value, ...]:

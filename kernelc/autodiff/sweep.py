@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelc import types as T
-from kernelc.autodiff import deferred, rules
+from kernelc.autodiff import deferred, native, rules
 from kernelc.autodiff.exits import is_tail_break, max_id
 from kernelc.autodiff.local_arrays import check_call, local_backed
 from kernelc.autodiff.loop_slots import later_writes, needs_carried, read_before_written
@@ -67,6 +67,7 @@ class FunctionAD:
         self.deferred: list[deferred.DeferredReads | None] = []  # per loop reversed
         self.later_writes: dict[int, frozenset[int]] = {}
         later_writes(fn.body, frozenset(), self.later_writes)
+        self.native_results: set[int] = set()  # NATIVE outputs not replayed (native.py)
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -241,6 +242,8 @@ class FunctionAD:
         return found
 
     def fwd_op(self, s: ir.Op) -> None:
+        if native.skip_forward(self, s):
+            return
         b = self.b
         args = [self.val(a) for a in s.args]
         rtype = s.result.type if s.result is not None else T.void
@@ -436,6 +439,9 @@ class FunctionAD:
             self.rev_loop(s)
 
     def rev_op(self, s: ir.Op) -> None:
+        if s.opcode is OpCode.NATIVE:
+            native.reverse(self, s)
+            return
         if s.opcode is OpCode.CALL_FUNC:
             self.rev_call(s)
             return

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelc import types as T
-from kernelc.codegen import cuda_aggregate
+from kernelc.codegen import cuda_aggregate, cuda_native
 from kernelc.codegen.cuda_layout import ParamLayout, build_layout
 from kernelc.codegen.cuda_ops import (
     OP_EMITTERS,
@@ -43,8 +43,8 @@ from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
 # Every op's lowering: the scalar table, with the aggregate ops (and the aggregate cases of
-# CONST and ATOMIC) on top.
-EMITTERS = {**OP_EMITTERS, **cuda_aggregate.OPS}
+# CONST and ATOMIC) and native snippet calls on top.
+EMITTERS = {**OP_EMITTERS, **cuda_aggregate.OPS, **cuda_native.OPS}
 
 __all__ = ["CudaOptions", "CudaSource", "ParamLayout", "emit_cuda", "entry_name"]
 
@@ -110,6 +110,9 @@ def emit_cuda(module: ir.Module, options: CudaOptions | None = None) -> CudaSour
     except UnsupportedError as err:
         raise KernelError(f"CUDA backend: {err}", kernel.loc, kernel.name) from None
     parts = [PRELUDE, types] if types else [PRELUDE]
+    natives = cuda_native.definitions(module)  # @kc.func_native snippets
+    if natives:
+        parts.append(natives)
     for fn in module.funcs:
         parts.append(FunctionEmitter(fn, module, options, checks, kernel.name).emit())
     parts.append(FunctionEmitter(kernel, module, options, checks, kernel.name).emit())

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from llvmlite import ir as ll
 
 from kernelc import types as T
-from kernelc.codegen import llvm_aggregate, llvm_alias, llvm_loops, llvm_memory
+from kernelc.codegen import llvm_aggregate, llvm_alias, llvm_loops, llvm_memory, llvm_native
 from kernelc.codegen import llvm_ops as ops
 from kernelc.codegen.llvm_ops import I1, I8, I32, I64, PTR, llvm_type
 from kernelc.errors import Loc
@@ -556,6 +556,7 @@ _OPS = {
 }
 _OPS.update(llvm_memory.OPS)  # array loads, shapes and atomics; raw address loads
 _OPS.update(llvm_aggregate.OPS)  # BUILD / EXTRACT / INSERT (+ dynamic index) on aggregates
+_OPS.update(llvm_native.OPS)  # calls of @kc.func_native snippets
 _OPS.update({op: _op_binary for op in ir.BINARY_OPS})
 _OPS.update({op: _op_compare for op in ir.COMPARE_OPS})
 _OPS.update({op: _op_unary for op in ir.UNARY_OPS})

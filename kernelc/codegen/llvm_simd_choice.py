@@ -35,7 +35,9 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
     return info
 
 
-_ADDRESS_OPS = frozenset({OpCode.LOCAL_ARRAY, OpCode.ARRAY_ADDRESS, OpCode.ARRAY_AT})
+# (a native snippet, too, takes its operands by address and runs one thread at a time)
+_ADDRESS_OPS = frozenset({OpCode.LOCAL_ARRAY, OpCode.ARRAY_ADDRESS, OpCode.ARRAY_AT,
+                          OpCode.NATIVE})
 
 
 def _uses_addresses(module: ir.Module) -> bool:

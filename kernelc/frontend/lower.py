@@ -53,7 +53,8 @@ class CompileContext:
             lowerer = FunctionLowerer(self, func.source, param_types, is_kernel=False, name=name,
                                       return_annotation=func.return_annotation(),
                                       ref_outputs=refs.ref_outputs(func, param_types))
-            fn = lowerer.lower()
+            native = getattr(func, "lower_ir", None)  # a @kc.func_native (native_funcs.py)
+            fn = native(self, param_types, name) if native else lowerer.lower()
         finally:
             self._in_progress.pop()
         self._done[key] = fn

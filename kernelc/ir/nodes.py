@@ -76,6 +76,13 @@ class OpCode(enum.Enum):
     INSERT_DYN = "insert_dyn"  # args: (aggregate, int index, value); out of range -> unchanged
     # Runtime data structures (hash grids) that kernels receive as a uint64 id:
     LOAD_ADDRESS = "load_address"  # args: (uint64 address, int index); element `index` of a scalar
+    # A `@kc.func_native` C++/CUDA snippet (frontend/native_funcs.py): attr a NativeCall.
+    # "forward" / "replay": args the func's parameters; result its return value, then the
+    # final values of its kc.ref parameters (a tuple when more than one, None when none).
+    # "adjoint": args the parameters, one adjoint per parameter (the gradient array of an
+    # array), then the adjoint of the return value; result the final adjoints of the
+    # parameters listed in `NativeCall.spec.adjoint_outputs`.
+    NATIVE = "native"
 
 
 BINARY_OPS = frozenset(
@@ -87,7 +94,7 @@ BINARY_OPS = frozenset(
 COMPARE_OPS = frozenset({OpCode.EQ, OpCode.NE, OpCode.LT, OpCode.LE, OpCode.GT, OpCode.GE})
 UNARY_OPS = frozenset({OpCode.NEG, OpCode.NOT, OpCode.INVERT})
 # Ops with effects beyond their result: never removed or merged by passes.
-EFFECT_OPS = frozenset({OpCode.ATOMIC, OpCode.CALL_FUNC})
+EFFECT_OPS = frozenset({OpCode.ATOMIC, OpCode.CALL_FUNC, OpCode.NATIVE})
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,6 +162,9 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...], disjoint_arrays: bool 
     state = cpu_state(config.num_threads)
     t0 = time.perf_counter()
     module = optimized_ir(kernel, arg_types)
+    from kernelc.runtime.native_snippets import prepare_cpu
+
+    prepare_cpu(module, state, _cache_dir(), kernel.__name__)  # before any load resolves them
     digest = ir_hash(module, options)
     entry = f"kc_{module.kernel.name}_{digest[:16]}"
     host = state.host(_cache_dir())

@@ -180,6 +180,7 @@ class CpuState:
         self.pool = ThreadPool(num_threads)
         self.linker = Linker()
         self.libraries = Libraries()
+        self.snippets = None  # @kc.func_native libraries (native_snippets.SnippetLibraries)
         self._lock = threading.Lock()
         self._jit: CpuJit | None = None
         self._host: HostTarget | None = None

@@ -8,7 +8,7 @@ from kernelc.ir.passes.rewrite import map_regions, substitute, with_body
 
 # Ops that read memory or slots (which change) or have effects are never merged.
 _IMPURE = frozenset({OpCode.LOAD_SLOT, OpCode.ARRAY_LOAD, OpCode.LOCAL_LOAD, OpCode.ATOMIC,
-                     OpCode.CALL_FUNC, OpCode.LOAD_ADDRESS})
+                     OpCode.CALL_FUNC, OpCode.LOAD_ADDRESS, OpCode.NATIVE})
 
 
 def value_numbering(fn: ir.Function) -> ir.Function:
