@@ -120,6 +120,7 @@ _LAZY_MODULES = (
     "kernelc.autodiff.grad",  # grad
     "kernelc.autodiff.custom",  # func_grad, adjoint
     "kernelc.frontend.native_funcs",  # func_native
+    "kernelc.frontend.address_of",  # address_of
     "kernelc.lib.noise",
     "kernelc.lib.sampling",
     "kernelc.lib.rotations",  # quat_between_vectors, transform_expand

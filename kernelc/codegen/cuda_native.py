@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from kernelc import types as T
-from kernelc.codegen.cuda_ops import return_struct
-from kernelc.codegen.cuda_types import value_type
+from kernelc.codegen.cuda_ops import array_access, return_struct
+from kernelc.codegen.cuda_types import element_type, member, value_type
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
@@ -87,3 +87,26 @@ def _emit_native(e: Any, op: ir.Op) -> str:
 
 
 OPS = {OpCode.NATIVE: _emit_native}
+
+
+def _members(t: T.Type, path: tuple[int, ...]) -> str:
+    """The C member accesses down `path` (EXTRACT indices) of a value of type `t`."""
+    out = ""
+    for k in path:
+        out += member(t, k)
+        t = element_type(t, k)
+    return out
+
+
+def _emit_slot_address(e: Any, op: ir.Op) -> str:
+    slot, path = op.attr
+    return f"(kc_uint64)&({e.slot_name(slot)}{_members(slot.type, path)})"
+
+
+def _emit_element_address(e: Any, op: ir.Op) -> str:
+    pointer = array_access(e, op, op.args[1:])
+    return f"(kc_uint64)&((*{pointer}){_members(op.args[0].type.dtype, op.attr)})"
+
+
+OPS[OpCode.SLOT_ADDRESS] = _emit_slot_address
+OPS[OpCode.ELEMENT_ADDRESS] = _emit_element_address

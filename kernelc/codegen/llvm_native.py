@@ -83,3 +83,25 @@ def _op_native(e: Any, s: ir.Op):
 
 
 OPS = {OpCode.NATIVE: _op_native}
+
+
+def _part_address(e: Any, base: ll.Value, t: T.Type, path: tuple[int, ...]) -> ll.Value:
+    """The uint64 address of the part at `path` (EXTRACT indices) of the `t` at `base`."""
+    if path:
+        base = e.b.gep(base, [I32(0), *(I32(k) for k in path)],
+                       source_etype=llvm_type(t, memory=True))
+    return e.b.ptrtoint(base, ops.I64)
+
+
+def _op_slot_address(e: Any, s: ir.Op):
+    slot, path = s.attr
+    return _part_address(e, e.slots[slot.id], slot.type, path)
+
+
+def _op_element_address(e: Any, s: ir.Op):
+    ptr = e.element_ptr(s.args[0], s.args[1:], s.loc)
+    return _part_address(e, ptr, s.args[0].type.dtype, s.attr)
+
+
+OPS[OpCode.SLOT_ADDRESS] = _op_slot_address
+OPS[OpCode.ELEMENT_ADDRESS] = _op_element_address

@@ -37,7 +37,7 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
 
 # (a native snippet, too, takes its operands by address and runs one thread at a time)
 _ADDRESS_OPS = frozenset({OpCode.LOCAL_ARRAY, OpCode.ARRAY_ADDRESS, OpCode.ARRAY_AT,
-                          OpCode.NATIVE})
+                          OpCode.NATIVE, OpCode.SLOT_ADDRESS, OpCode.ELEMENT_ADDRESS})
 
 
 def _uses_addresses(module: ir.Module) -> bool:

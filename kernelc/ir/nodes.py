@@ -83,6 +83,11 @@ class OpCode(enum.Enum):
     # array), then the adjoint of the return value; result the final adjoints of the
     # parameters listed in `NativeCall.spec.adjoint_outputs`.
     NATIVE = "native"
+    # `kc.address_of(x)`: the uint64 address of storage, for native snippets. The slot's
+    # (attr: (Slot, path)) or an array element's (args: (array, *indices); attr: path), the
+    # path the EXTRACT indices (flat component, field) down to the addressed part.
+    SLOT_ADDRESS = "slot_address"
+    ELEMENT_ADDRESS = "element_address"
 
 
 BINARY_OPS = frozenset(

@@ -18,6 +18,9 @@ from kernelc.ir.passes.rewrite import map_block, substitute
 
 def slot_forwarding(fn: ir.Function) -> ir.Function:
     subst: dict[ir.Value, ir.Value] = {}
+    # Slots whose address is taken (`kc.address_of`): native code may write them anywhere.
+    escaped = {s.attr[0].id for s in ir.walk(fn.body)
+               if isinstance(s, ir.Op) and s.opcode == OpCode.SLOT_ADDRESS}
 
     def block(b: ir.Block, known: dict[int, ir.Value]) -> ir.Block:
         known = dict(known)
@@ -27,7 +30,7 @@ def slot_forwarding(fn: ir.Function) -> ir.Function:
             if isinstance(s, ir.Op) and s.opcode == OpCode.LOAD_SLOT and s.attr.id in known:
                 subst[s.result] = known[s.attr.id]
                 continue
-            if isinstance(s, ir.StoreSlot):
+            if isinstance(s, ir.StoreSlot) and s.slot.id not in escaped:
                 known[s.slot.id] = s.value
             elif isinstance(s, ir.If):
                 s = ir.If(s.loc, s.cond, block(s.then_body, known), block(s.else_body, known))
@@ -43,8 +46,8 @@ def slot_forwarding(fn: ir.Function) -> ir.Function:
         return tuple(out)
 
     body = block(fn.body, {})
-    loaded = {s.attr.id for s in ir.walk(body)
-              if isinstance(s, ir.Op) and s.opcode == OpCode.LOAD_SLOT}
+    loaded = escaped | {s.attr.id for s in ir.walk(body)
+                        if isinstance(s, ir.Op) and s.opcode == OpCode.LOAD_SLOT}
     body = map_block(body, lambda s: None if isinstance(s, ir.StoreSlot)
                      and s.slot.id not in loaded else s)
     used = loaded | {s.slot.id for s in ir.walk(body) if isinstance(s, (ir.StoreSlot,
