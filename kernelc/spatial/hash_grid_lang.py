@@ -38,7 +38,13 @@ _INT_MAX_CELL = 2147483646  # cell coordinates saturate one below INT32_MAX
 
 @kc.struct
 class HashGridQuery:
-    """The state of a neighbour query: the block of cells to visit and the position in it."""
+    """The state of a neighbour query: the block of cells to visit and the position in it.
+
+    `x`, `y`, `z` count through the block as in Warp; `cx`, `cy`, `cz` are the same cell's
+    coordinates wrapped into the table, stepped alongside (no division per cell). `x` is the
+    last cell of the run being visited: consecutive cells of a row whose points lie in one
+    run of sorted slots are visited as that run (`by_run`).
+    """
 
     point_ids: kc.uint64
     cell_starts: kc.uint64
@@ -55,11 +61,17 @@ class HashGridQuery:
     x: kc.int32
     y: kc.int32
     z: kc.int32
+    cx_start: kc.int32
+    cy_start: kc.int32
+    cx: kc.int32
+    cy: kc.int32
+    cz: kc.int32
     cell_index: kc.int32
     cell_end: kc.int32
     point_keys: kc.uint64  # 0 unless the grid was built with groups
     group: kc.int32
     filter_by_group: kc.int32  # 1: only points of `group` (every int32 is a valid group)
+    by_run: kc.int32  # 1: a row's consecutive cells are one run of slots (not group-filtered)
 
 
 def _query_of(cls: type, dtype: Any) -> type:
@@ -81,19 +93,19 @@ def cell_coord(v: Any) -> kc.int32:
 
 
 @kc.func
+def wrap_coord(v: kc.int32, dim: kc.int32) -> kc.int32:
+    # The grid repeats: a coordinate wraps around the table (`dim` > 0).
+    c = v % dim
+    if c < 0:
+        c += dim
+    return c
+
+
+@kc.func
 def cell_index(dim_x: kc.int32, dim_y: kc.int32, dim_z: kc.int32, x: kc.int32, y: kc.int32,
                z: kc.int32) -> kc.int32:
-    # The grid repeats: coordinates wrap around the table in every direction.
-    cx = x % dim_x
-    cy = y % dim_y
-    cz = z % dim_z
-    if cx < 0:
-        cx += dim_x
-    if cy < 0:
-        cy += dim_y
-    if cz < 0:
-        cz += dim_z
-    return cz * (dim_x * dim_y) + cy * dim_x + cx
+    return (wrap_coord(z, dim_z) * (dim_x * dim_y) + wrap_coord(y, dim_y) * dim_x
+            + wrap_coord(x, dim_x))
 
 
 @kc.func
@@ -126,10 +138,25 @@ def _lower_bound(keys: kc.uint64, start: kc.int32, end: kc.int32, key: kc.uint64
 
 @kc.func
 def _set_cell(q: HashGridQuery) -> HashGridQuery:
-    cell = cell_index(q.dim_x, q.dim_y, q.dim_z, q.x, q.y, q.z)
+    cell = q.cz * (q.dim_x * q.dim_y) + q.cy * q.dim_x + q.cx
     start = _load_i32(q.cell_starts, cell)
     end = _load_i32(q.cell_ends, cell)
-    if q.filter_by_group != 0 and q.point_keys != kc.uint64(0):
+    if q.by_run != 0:
+        if q.x < q.x_end:
+            # The row's next cells up to the block's end or the table's edge have the next
+            # cell indices, so their points follow in slot order (cells are sorted): visit
+            # them as one run, in the same order as cell by cell. Empty cells are (0, 0).
+            more = kc.min(q.x_end - q.x, q.dim_x - 1 - q.cx)
+            for j in range(1, more + 1):
+                s = _load_i32(q.cell_starts, cell + j)
+                e = _load_i32(q.cell_ends, cell + j)
+                if s < e:
+                    if start >= end:
+                        start = s
+                    end = e
+            q.x += more
+            q.cx += more
+    else:
         # the group's run of the cell; key + 1 cannot pass the cell's end (group bits wrap
         # into the next cell, which lies after `end`)
         key = group_key(cell, q.group)
@@ -148,6 +175,9 @@ def _query_from(grid: kc.uint64, x0: kc.int32, y0: kc.int32, z0: kc.int32, x1: k
     q.point_keys = _load_u64(grid, DESCRIPTOR_POINT_KEYS // 8)
     q.group = group
     q.filter_by_group = filter_by_group
+    q.by_run = 1
+    if filter_by_group != 0 and q.point_keys != kc.uint64(0):
+        q.by_run = 0
     q.point_ids = _load_u64(grid, DESCRIPTOR_POINT_IDS // 8)
     q.cell_starts = _load_u64(grid, DESCRIPTOR_CELL_STARTS // 8)
     q.cell_ends = _load_u64(grid, DESCRIPTOR_CELL_ENDS // 8)
@@ -163,6 +193,11 @@ def _query_from(grid: kc.uint64, x0: kc.int32, y0: kc.int32, z0: kc.int32, x1: k
     q.x = x0
     q.y = y0
     q.z = z0
+    q.cx_start = wrap_coord(x0, q.dim_x)
+    q.cy_start = wrap_coord(y0, q.dim_y)
+    q.cx = q.cx_start
+    q.cy = q.cy_start
+    q.cz = wrap_coord(z0, q.dim_z)
     q.cell_index = 0
     q.cell_end = 0
     if q.point_ids != kc.uint64(0):
@@ -212,13 +247,25 @@ def query_next(q: HashGridQuery, index: kc.int32):
             found = _load_i32(q.point_ids, q.cell_index)
             q.cell_index += 1
             return True, q, found
+        # the next cell after the run just visited; the wrapped coordinates follow along
         q.x += 1
+        q.cx += 1
+        if q.cx == q.dim_x:
+            q.cx = 0
         if q.x > q.x_end:
             q.x = q.x_start
+            q.cx = q.cx_start
             q.y += 1
+            q.cy += 1
+            if q.cy == q.dim_y:
+                q.cy = 0
         if q.y > q.y_end:
             q.y = q.y_start
+            q.cy = q.cy_start
             q.z += 1
+            q.cz += 1
+            if q.cz == q.dim_z:
+                q.cz = 0
         if q.z > q.z_end:
             return False, q, index
         q = _set_cell(q)
