@@ -87,7 +87,7 @@ from kernelc.runtime.streams import (  # noqa: E402
     ScopedStream, Stream, get_stream, set_stream, synchronize_stream, wait_stream,
 )
 from kernelc.runtime.graph import (  # noqa: E402
-    CaptureMode, ScopedCapture, capture_begin, capture_end, capture_launch,
+    CaptureMode, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
     is_conditional_graph_supported,
 )
 from kernelc.runtime.graph_conditional import capture_if, capture_while  # noqa: E402

@@ -39,6 +39,7 @@ def test_replay_equals_direct_launches(rng):
     with kc.ScopedCapture(device="cpu") as capture:
         _step(xg, yg)
     np.testing.assert_array_equal(yg.numpy(), y0)  # recorded, not run
+    assert isinstance(capture.graph, kc.Graph)  # Warp's name, for annotations
     for _ in range(3):
         _step(xd, yd)
         kc.capture_launch(capture.graph)
