@@ -119,6 +119,23 @@ class _ModuleAD:
         self.adjoints: dict[str, _AdjointFunc] = {}
         self.shadows: dict[str, tuple[str, tuple[int, ...]] | None] = {}
         self._effects: dict[str, bool] = {}
+        self._own_gradients: dict[str, bool] = {}
+
+    def reads_own_gradients(self, name: str) -> bool:
+        """Whether func `name` (or one it calls) reads an array whose gradient array it
+        finds itself (`ARRAY_AT` "grad", e.g. `mesh_get(id).points`): its adjoint then adds
+        into gradients even when none of its parameters has one."""
+        found = self._own_gradients.get(name)
+        if found is None:
+            self._own_gradients[name] = False  # (no recursion in funcs; guards cycles)
+            found = any(
+                isinstance(s, ir.Op) and (
+                    (s.opcode is OpCode.ARRAY_AT and s.attr == "grad") or
+                    (s.opcode is OpCode.CALL_FUNC and s.attr in self.primal and
+                     self.reads_own_gradients(s.attr)))
+                for s in ir.walk(self.primal[name].body))
+            self._own_gradients[name] = found
+        return found
 
     def is_gradient(self, name: str) -> bool:
         """Whether func `name` is the adjoint of another, called by `kc.grad` in the

@@ -301,6 +301,12 @@ class FunctionAD:
             if x is None or y is None:
                 return None
             return b.op(OpCode.SELECT, (self.val(s.args[0]), x, y), t)
+        if op is OpCode.ARRAY_AT and s.attr == "grad":  # an array whose gradient is known
+            grad, dims = self.val(s.args[1]), [self.val(d) for d in s.args[2:]]
+            present = b.op(OpCode.NE, (grad, b.const(0, T.uint64)), T.bool_)
+            none = b.const(0, T.int32)  # a missing gradient array is empty (rules.py)
+            dims[0] = b.op(OpCode.SELECT, (present, dims[0], none), T.int32)
+            return b.op(OpCode.ARRAY_AT, (grad, *dims), t)
         if op is OpCode.ARRAY_VIEW:  # the same part of the gradient array
             src = self.sh(s.args[0])
             if src is None:
@@ -462,7 +468,8 @@ class FunctionAD:
         fn = self.mad.primal[s.attr]
         if s.attr not in self.mad.custom and not any(
                 differentiable(t) for t in fn.return_types) and not any(
-                has_arrays(p.type) for p in fn.params):
+                has_arrays(p.type) for p in fn.params) and not self.mad.reads_own_gradients(
+                s.attr):
             return  # no gradient can flow through it: do not even build its adjoint
         b = self.b
         info = self.mad.adjoint_func(s.attr)
@@ -472,7 +479,8 @@ class FunctionAD:
             reached = any(k in self.adj_elements for k in keys)
         else:
             reached = r is not None and r.id in self.adj_values
-        if not info.shadow_params and not (reached and info.diff_params):
+        if not info.shadow_params and not (reached and (
+                info.diff_params or self.mad.reads_own_gradients(s.attr))):
             return
         args = [self.val(a) for a in s.args]
         for k in info.shadow_params:

@@ -339,7 +339,7 @@ def _array_address(em: FunctionEmitter, op: ir.Op) -> str:
 def _array_at(em: FunctionEmitter, op: ir.Op) -> str:
     """A contiguous array at an address: row-major byte strides from the dims."""
     t = op.result.type
-    dims = [f"(kc_int64){em.name(d)}" for d in op.args[1:]]
+    dims = [f"(kc_int64){em.name(d)}" for d in op.args[2 if op.attr == "grad" else 1:]]
     strides, step = [], f"(kc_int64){t.dtype.size}"
     for d in reversed(dims):
         strides.insert(0, step)

@@ -88,7 +88,7 @@ def _op_array_at(e: Emitter, s: ir.Op):
     """A contiguous array at an address: row-major byte strides from the dims."""
     b = e.b
     t = s.result.type
-    dims = [b.sext(e.v(d), I64) for d in s.args[1:]]
+    dims = [b.sext(e.v(d), I64) for d in s.args[2 if s.attr == "grad" else 1:]]
     array = ll.Constant(llvm_type(t), ll.Undefined)
     array = b.insert_value(array, b.inttoptr(e.v(s.args[0]), PTR), 0)
     stride = I64(t.dtype.size)

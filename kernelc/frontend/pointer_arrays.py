@@ -3,7 +3,9 @@ element, a uint64) and `kc.array(ptr=..., shape=..., dtype=...)` (a contiguous a
 an address), as in Warp, e.g. to see a local array of floats as one of vec2.
 
 Nothing is known of such an array's memory: it may be any other array's, so alias
-analysis gives its accesses no scope, and its stores are not replayed for gradients.
+analysis gives its accesses no scope, and its stores are not replayed for gradients. Such
+an array has no gradient, except where kernelc's own library funcs give the address of
+one (`_grad_ptr=`, e.g. a mesh's points in `mesh_get`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from kernelc.frontend.builder import Val
 from kernelc.ir.nodes import OpCode
 
 _PARAMS = ("ptr", "shape", "dtype")
+_INTERNAL = ("_grad_ptr",)  # for kernelc's library funcs
 
 
 def address(lowerer, array: Val) -> Val:
@@ -31,7 +34,7 @@ def array_at(lowerer, node: ast.Call) -> Val:
         raise KernelError("array() in a kernel takes ptr=, shape= and dtype=")
     given = dict(zip(_PARAMS, node.args))
     for kw in node.keywords:
-        if kw.arg not in _PARAMS or kw.arg in given:
+        if kw.arg not in _PARAMS + _INTERNAL or kw.arg in given:
             raise KernelError(f"array() in a kernel takes ptr=, shape= and dtype=, got "
                               f"'{kw.arg}'")
         given[kw.arg] = kw.value
@@ -58,4 +61,9 @@ def array_at(lowerer, node: ast.Call) -> Val:
         raise KernelError(f"an array from an address holds scalars, vectors, matrices or "
                           f"structs, not {dtype!r}")
     t = T.ArrayType(dtype, len(sizes))
-    return Val(b.op(OpCode.ARRAY_AT, (b.cast(ptr.value, T.uint64), *sizes), t))
+    address = b.cast(ptr.value, T.uint64)
+    if "_grad_ptr" in given:
+        grad = lowerer.as_val(lowerer.visit(given["_grad_ptr"]), given["_grad_ptr"])
+        return Val(b.op(OpCode.ARRAY_AT, (address, b.cast(grad.value, T.uint64), *sizes), t,
+                        "grad"))
+    return Val(b.op(OpCode.ARRAY_AT, (address, *sizes), t))

@@ -64,7 +64,9 @@ class OpCode(enum.Enum):
     # attr: (Slot of a LocalArrayType, shape); the result is an ArrayType of len(shape) dims.
     LOCAL_ARRAY = "local_array"
     ARRAY_ADDRESS = "array_address"  # args: (array,); the uint64 address of its data
-    # A contiguous array at an address: args (uint64 address, *int32 dims); attr None.
+    # A contiguous array at an address: args (uint64 address, *int32 dims); attr None. With
+    # attr "grad", args (address, uint64 address of its gradient array or 0, *dims): the
+    # backward pass accumulates into that gradient (a mesh's points, see mesh_arrays_lang).
     ARRAY_AT = "array_at"
     CALL = "call"  # attr: builtin key (see kernelc.builtins)
     CALL_FUNC = "call_func"  # attr: the callee Function's name

@@ -163,6 +163,11 @@ class Mesh:
         u64[mesh_lang.DESCRIPTOR_VELOCITIES // 8] = velocities or 0
         u64[mesh_lang.DESCRIPTOR_INDICES // 8] = self.indices.ptr or 0
         u64[mesh_lang.DESCRIPTOR_WINDING // 8] = self._winding.ptr if self._winding is not None else 0
+        # where `mesh_get(id).points` reads accumulate their gradients, as Warp's arrays do
+        for field, values in ((mesh_lang.DESCRIPTOR_POINTS_GRAD, self._points),
+                              (mesh_lang.DESCRIPTOR_VELOCITIES_GRAD, self._velocities)):
+            grad = getattr(values, "grad", None)
+            u64[field // 8] = (grad.ptr or 0) if grad is not None else 0
         i32 = raw.view(np.int32)
         i32[mesh_lang.DESCRIPTOR_NUM_POINTS // 4] = len(self._points)
         i32[mesh_lang.DESCRIPTOR_NUM_TRIS // 4] = self.num_tris

@@ -22,7 +22,9 @@ DESCRIPTOR_INDICES = 80  # uint64: int32[num_tris * 3]
 DESCRIPTOR_NUM_POINTS = 88  # int32
 DESCRIPTOR_NUM_TRIS = 92  # int32
 DESCRIPTOR_WINDING = 96  # uint64: float32[num_nodes * WINDING_FLOATS], 0 without support
-DESCRIPTOR_SIZE = 104
+DESCRIPTOR_POINTS_GRAD = 104  # uint64: the points' gradient array, 0 without one
+DESCRIPTOR_VELOCITIES_GRAD = 112  # uint64: the velocities' gradient array, 0 without one
+DESCRIPTOR_SIZE = 120
 
 _load_i32 = BUILTINS["_load_int32"]
 _load_u64 = BUILTINS["_load_uint64"]
