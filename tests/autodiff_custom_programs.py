@@ -66,3 +66,53 @@ def kr(x: wp.array(dtype=float), loss: wp.array(dtype=float)):
     i = wp.tid()
     y = twice(x[i])
     wp.atomic_add(loss, 0, y * y)
+
+
+@wp.func
+def scaled_into(i: int, xs: wp.array(dtype=float), ys: wp.array(dtype=float)):
+    ys[i] = xs[i] * xs[i]
+
+
+@wp.func_grad(scaled_into)
+def adj_scaled_into(i: int, xs: wp.array(dtype=float), ys: wp.array(dtype=float)):
+    # into the gradient array of an array parameter (not the true derivative, on purpose)
+    wp.adjoint[xs][i] += 5.0 * xs[i] + wp.adjoint[ys][i]
+
+
+@wp.kernel
+def ka(xs: wp.array(dtype=float), ys: wp.array(dtype=float)):
+    scaled_into(wp.tid(), xs, ys)
+
+
+@wp.struct
+class Pair:
+    scale: float
+    v: wp.vec3
+
+
+@wp.func
+def weigh(x: float, y: float):
+    return x * y
+
+
+@wp.func_grad(weigh)
+def adj_weigh(x: float, y: float, adj_ret: float):
+    wp.adjoint[x] += 10.0 * adj_ret
+    wp.adjoint[y] += 20.0 * adj_ret
+
+
+@wp.func
+def weigh(p: Pair):  # noqa: F811  (an overload with its own gradient)
+    return p.scale * p.v[0]
+
+
+@wp.func_grad(weigh)
+def adj_weigh(p: Pair, adj_ret: float):  # noqa: F811
+    wp.adjoint[p.scale] += 3.0 * adj_ret  # fields of a struct parameter
+    wp.adjoint[p.v][1] += 7.0 * adj_ret
+
+
+@wp.kernel
+def ks(x: wp.array(dtype=float), pairs: wp.array(dtype=Pair), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, weigh(x[i], 2.0) + weigh(pairs[i]))

@@ -44,10 +44,27 @@ def run(wp) -> dict:
     with tape:
         wp.launch(P.kr, 3, [r, loss_r])
     tape.backward(loss_r)
+    xa = wp.array(X, dtype=float, requires_grad=True)
+    ya = wp.zeros(4, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(P.ka, 4, [xa, ya])
+    tape.backward(grads={ya: wp.array(Y, dtype=float)})
+    pairs = wp.zeros(2, dtype=P.Pair, requires_grad=True)
+    xs = wp.array(X[:2], dtype=float, requires_grad=True)
+    loss_s = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(P.ks, 2, [xs, pairs, loss_s])
+    tape.backward(loss_s)
+    pair_grads = pairs.grad.numpy()
     return {"x": x.grad.numpy().tolist(), "y": y.grad.numpy().tolist(),
             "grad": g.numpy().tolist(), "p": p.grad.numpy().tolist(),
             "out": out.numpy().tolist(), "replay": r.grad.numpy().tolist(),
-            "replay_loss": loss_r.numpy().tolist()}
+            "replay_loss": loss_r.numpy().tolist(), "arrays": xa.grad.numpy().tolist(),
+            "overload_x": xs.grad.numpy().tolist(),
+            "struct_scale": pair_grads["scale"].tolist(),
+            "struct_v": pair_grads["v"].tolist()}
 
 
 def test_custom_gradients_replace_derived_ones():
@@ -61,6 +78,12 @@ def test_custom_gradients_replace_derived_ones():
     # replay_twice (3x), so d loss / dx = 2 * 3x * 2.
     np.testing.assert_allclose(got["replay_loss"], [np.sum((2 * X[1:]) ** 2)], rtol=1e-6)
     np.testing.assert_allclose(got["replay"], 12 * X[1:], rtol=1e-6)
+    # kc.adjoint[xs][i] adds into the array's gradient (and reads ys's)
+    np.testing.assert_allclose(got["arrays"], 5 * X + Y, rtol=1e-6)
+    # each overload uses its own gradient; struct fields get theirs
+    np.testing.assert_allclose(got["overload_x"], [10.0, 10.0])
+    np.testing.assert_allclose(got["struct_scale"], [3.0, 3.0])
+    np.testing.assert_allclose(got["struct_v"], [[0.0, 7.0, 0.0]] * 2)
 
 
 _DRIVER = textwrap.dedent("""

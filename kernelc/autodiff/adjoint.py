@@ -140,7 +140,7 @@ class _ModuleAD:
     def is_gradient(self, name: str) -> bool:
         """Whether func `name` is the adjoint of another, called by `kc.grad` in the
         forward kernel: forward-only, so the backward kernel treats it as a constant."""
-        if any(grad.name == name for grad, _ in self.custom.values()):
+        if any(grad.name == name for grad, *_ in self.custom.values()):
             return True
         return name.endswith(_ADJOINT_SUFFIX) and name[:-len(_ADJOINT_SUFFIX)] in self.primal
 
@@ -264,10 +264,10 @@ class _ModuleAD:
         if found is not None:
             return found
         if name in self.custom:  # a @kc.func_grad gradient
-            grad, diff = self.custom[name]
+            grad, diff, arrays = self.custom[name]
             self.require(grad)
             results = tuple(range(len(self.primal[name].return_types)))
-            info = self.adjoints[name] = _AdjointFunc(grad.name, diff, (), results)
+            info = self.adjoints[name] = _AdjointFunc(grad.name, diff, arrays, results)
             return info
         fn = lower_exits(self.primal[name])
         ad = FunctionAD(self, fn)

@@ -53,11 +53,23 @@ def func_grad(forward: Any):
             raise TypeError(f"the gradient of '{forward.__name__}' takes its {n} parameters "
                             f"and then the gradients of its results; "
                             f"'{grad_fn.__name__}' has {len(names)} parameters")
-        for variant in forward.variants:
+        # Of overloads, the one whose parameter types the gradient's first ones repeat.
+        chosen = [v for v in forward.variants if _leading_types_match(v, grad)]
+        for variant in chosen if len(forward.variants) > 1 and chosen else forward.variants:
             variant.custom_grad = grad
         return grad
 
     return wrap
+
+
+def _leading_types_match(forward: Any, grad: Any) -> bool:
+    """Whether `grad` starts with the parameter types of the func (overload) `forward`."""
+    try:
+        mine = [forward.annotations.get(a) for a in forward.arg_names]
+        theirs = [grad.annotations.get(a) for a in grad.arg_names[:len(mine)]]
+    except KernelError:  # annotations not evaluable yet: no overload chosen by them
+        return False
+    return len(theirs) == len(mine) and all(a == b for a, b in zip(mine, theirs))
 
 
 def func_replay(forward: Any):
@@ -87,7 +99,8 @@ def _adjoint_name(param: str) -> str:
 
 
 class _Rewrite(ast.NodeTransformer):
-    """`kc.adjoint[x]` -> a local holding x's gradient; every `return` returns them all."""
+    """`kc.adjoint[x]` -> a local holding x's gradient (also `kc.adjoint[s.field]`); of an
+    array, the parameter holding its gradient array; every `return` returns the locals."""
 
     def __init__(self, source, params: list[str], returned: ast.expr):
         self.source = source
@@ -98,11 +111,19 @@ class _Rewrite(ast.NodeTransformer):
         self.generic_visit(node)
         if not _is_adjoint(self.source, node.value):
             return node
+        fields = []
         key = node.slice
+        while isinstance(key, ast.Attribute):  # `kc.adjoint[s.vec]`: a struct's field
+            fields.append(key.attr)
+            key = key.value
         if not (isinstance(key, ast.Name) and key.id in self.params):
-            raise KernelError("kc.adjoint[...] takes the name of a parameter of the function",
-                              self.source.loc(node), self.source.name)
-        return ast.copy_location(ast.Name(_adjoint_name(key.id), node.ctx), node)
+            raise KernelError("kc.adjoint[...] takes a parameter of the function (or a field "
+                              "of one)", self.source.loc(node), self.source.name)
+        out: ast.expr = ast.Name(_adjoint_name(key.id), ast.Load())
+        for name in reversed(fields):
+            out = ast.Attribute(out, name, ast.Load())
+        out.ctx = node.ctx
+        return ast.copy_location(out, node)
 
     def visit_Return(self, node: ast.Return):
         if node.value is not None:
@@ -123,9 +144,10 @@ def _is_adjoint(source, node: ast.expr) -> bool:
 
 def lower_custom_grad(ctx, grad: Any, forward_types: tuple[T.Type, ...],
                       result_types: tuple[T.Type, ...], loc):
-    """The IR func of a custom gradient for a func with these parameter and result types:
-    parameters (f's, then one gradient per result); results: the gradients of f's
-    differentiable parameters."""
+    """The IR func of a custom gradient for a func with these parameter and result types,
+    its differentiable parameters and its array parameters with gradients: parameters
+    (f's, the gradient arrays of those arrays, then one gradient per result); results: the
+    gradients of the differentiable parameters."""
     from kernelc.autodiff.values import differentiable, zero
     from kernelc.frontend.lower import FunctionLowerer
 
@@ -138,16 +160,21 @@ def lower_custom_grad(ctx, grad: Any, forward_types: tuple[T.Type, ...],
                           f"({len(result_types)}); it has {len(names)} parameters",
                           loc, ctx.kernel_name)
     diff = [k for k, t in enumerate(forward_types) if differentiable(t)]
-    if not diff:
+    # `kc.adjoint[a][i] += g` adds into the gradient array of array parameter `a`
+    arrays = [k for k, t in enumerate(forward_types)
+              if isinstance(t, T.ArrayType) and differentiable(t.dtype)]
+    if not diff and not arrays:
         raise KernelError(f"'{grad.__name__}': the func has no parameter with a gradient",
                           loc, ctx.kernel_name)
     items = [ast.Name(_adjoint_name(names[k]), ast.Load()) for k in diff]
-    returned = items[0] if len(items) == 1 else ast.Tuple(items, ast.Load())
+    returned = None if not items else items[0] if len(items) == 1 else \
+        ast.Tuple(items, ast.Load())
     tree = _Rewrite(source, names[:n], returned).visit(_copy(source.tree))
     tree.body.append(ast.copy_location(ast.Return(returned), tree.body[-1]))
+    tree.args.args[n:n] = [ast.arg(_adjoint_name(names[k])) for k in arrays]
     ast.fix_missing_locations(tree)
     rewritten = dataclasses.replace(source, tree=tree)
-    types = (*forward_types, *result_types)
+    types = (*forward_types, *(forward_types[k] for k in arrays), *result_types)
 
     class GradLowerer(FunctionLowerer):
         def bind_params(self, fn_tree):
@@ -161,7 +188,7 @@ def lower_custom_grad(ctx, grad: Any, forward_types: tuple[T.Type, ...],
     name = f"{grad.__name__}_{ctx._next_id}"
     ctx._next_id += 1
     lowerer = GradLowerer(ctx, rewritten, types, is_kernel=False, name=name)
-    return lowerer.lower(), tuple(diff)
+    return lowerer.lower(), tuple(diff), tuple(arrays)
 
 
 def _copy(tree: ast.FunctionDef) -> ast.FunctionDef:

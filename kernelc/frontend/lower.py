@@ -36,8 +36,10 @@ class CompileContext:
     _in_progress: list[tuple] = field(default_factory=list)
     _next_id: int = 0  # unique IR names, also for same-named funcs lowered inside each other
     autodiff: Any = None  # the adjoints made for `kc.grad(f)(...)` calls (autodiff.adjoint)
-    # func name -> (its `@kc.func_grad` gradient lowered, the parameters it differentiates)
-    custom_adjoints: dict[str, tuple[ir.Function, tuple[int, ...]]] = field(default_factory=dict)
+    # func name -> (its `@kc.func_grad` gradient lowered, the parameters it differentiates,
+    # the array parameters whose gradient arrays it adds into)
+    custom_adjoints: dict[str, tuple[ir.Function, tuple[int, ...], tuple[int, ...]]] = field(
+        default_factory=dict)
     custom_replays: dict[str, str] = field(default_factory=dict)  # func -> its replay func
 
     def lower_func(self, func: Any, param_types: tuple[T.Type, ...], loc: Loc) -> ir.Function:

@@ -248,8 +248,10 @@ class Module:
     kernel: Function
     funcs: tuple[Function, ...] = field(default=())
     # (func name, (its custom gradient func, the indices of the parameters it returns the
-    # gradients of)) for funcs with a `@kc.func_grad`; only backward kernels use them.
-    custom_adjoints: tuple[tuple[str, tuple[Function, tuple[int, ...]]], ...] = field(default=())
+    # gradients of, those of the arrays whose gradient arrays it adds into)) for funcs with
+    # a `@kc.func_grad`; only backward kernels use them.
+    custom_adjoints: tuple[tuple[str, tuple[Function, tuple[int, ...], tuple[int, ...]]], ...] = \
+        field(default=())
     # (func name, name of its `@kc.func_replay` func, also in `funcs`)
     custom_replays: tuple[tuple[str, str], ...] = field(default=())
 
