@@ -66,13 +66,15 @@ def nonzero(rng, n, dtype, low=-4.0, high=4.0):
     return x.astype(dtype)
 
 
-def kernel_in_file(tmp_path, name: str, params: str, body: str):
-    """The kernel `k(params)` whose body is `body`, written to `tmp_path/<name>.py` and
-    imported from there (kernels need a source file; errors then name it)."""
+def kernel_in_file(tmp_path, name: str, params: str, body: str, prelude: str = ""):
+    """The kernel `k(params)` whose body is `body`, written to `tmp_path/<name>.py` after
+    `prelude` (imports, globals; one line each) and imported from there (kernels need a
+    source file; errors then name it). The body is on line 6 plus the prelude's lines."""
     import importlib.util
 
     path = tmp_path / f"{name}.py"
-    path.write_text(f"import kernelc as kc\n\n\n@kc.kernel\ndef k({params}):\n    {body}\n")
+    head = f"import kernelc as kc\n{prelude}\n" if prelude else "import kernelc as kc\n"
+    path.write_text(f"{head}\n\n@kc.kernel\ndef k({params}):\n    {body}\n")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -3,14 +3,12 @@ to native snippets, which write through them; the writes are seen afterwards."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
 import kernelc as kc
 from kernelc.runtime import native_snippets
-from tests.conftest import nonzero, poisoned
+from tests.conftest import kernel_in_file, nonzero, poisoned
 
 needs_cxx = pytest.mark.skipif(native_snippets.find_cxx_compiler() is None,
                                reason="needs a C++ compiler")
@@ -121,17 +119,10 @@ def test_host_calls_raise():
     ("v = kc.vec2(); a[0] = float(kc.address_of(v.z))", "cannot address 'v.z'"),
 ])
 def test_what_has_no_address_is_refused(tmp_path, body, message):
-    path = tmp_path / "bad_address.py"
-    path.write_text("import kernelc as kc\n"
-                    "LIMIT = kc.constant(2.0)\n\n\n"
-                    "@kc.kernel\n"
-                    "def k(a: kc.array(dtype=float), k: int):\n"
-                    f"    {body}\n")
-    spec = importlib.util.spec_from_file_location("bad_address", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    k = kernel_in_file(tmp_path, "bad_address", "a: kc.array(dtype=float), k: int", body,
+                       "LIMIT = kc.constant(2.0)")
     with pytest.raises(kc.KernelError, match=message) as err:
-        kc.launch(module.k, 1, [kc.zeros(2, dtype=float), 1])
+        kc.launch(k, 1, [kc.zeros(2, dtype=float), 1])
     assert "bad_address.py:7:" in str(err.value) and "^" in str(err.value)
 
 

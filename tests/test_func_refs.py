@@ -214,21 +214,11 @@ def test_ref_annotation():
     ("add_to(LIMIT, 1.0)", "'LIMIT' is a constant"),
 ])
 def test_arguments_that_are_not_storage_are_rejected(tmp_path, body, message):
-    path = tmp_path / "bad_ref.py"
-    path.write_text(
-        "import kernelc as kc\n"
-        "from tests.test_func_refs import add_to, increment, scale_any\n"
-        "LIMIT = kc.constant(2.0)\n\n\n"
-        "@kc.kernel\n"
-        "def k(a: kc.array(dtype=float)):\n"
-        f"    {body}\n")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bad_ref", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    k = kernel_in_file(tmp_path, "bad_ref", "a: kc.array(dtype=float)", body,
+                       "from tests.test_func_refs import add_to, increment, scale_any\n"
+                       "LIMIT = kc.constant(2.0)")
     with pytest.raises(kc.KernelError, match=message) as err:
-        kc.launch(module.k, 1, [kc.zeros(2, dtype=float)])
+        kc.launch(k, 1, [kc.zeros(2, dtype=float)])
     text = str(err.value)
     assert "bad_ref.py:8:" in text and "^" in text
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kernelc as kc
-from tests.conftest import nonzero, poisoned, run_warp
+from tests.conftest import kernel_in_file, nonzero, poisoned, run_warp
 
 
 @kc.func
@@ -148,19 +148,6 @@ def test_host_calls_take_function_arguments():
         apply(lambda v: v, 3.0)
 
 
-def _kernel(tmp_path, body: str):
-    path = tmp_path / "bad_function_arg.py"
-    path.write_text("import kernelc as kc\n"
-                    "from tests.test_func_values import apply, double_it, pick\n\n\n"
-                    "@kc.kernel\n"
-                    "def k(a: kc.array(dtype=float)):\n"
-                    f"    {body}\n")
-    spec = importlib.util.spec_from_file_location("bad_function_arg", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.k
-
-
 @pytest.mark.parametrize("body, message", [
     ("a[0] = apply(kc.printf, 0.5)", "unsupported built-in function 'printf'"),
     ("a[0] = apply(lambda v: v, 0.5)", "'lambda' is not supported"),
@@ -170,7 +157,8 @@ def _kernel(tmp_path, body: str):
     ("a[0] = apply(k, 0.5)", "cannot be passed to a func"),
 ])
 def test_bad_function_arguments(tmp_path, body, message):
-    k = _kernel(tmp_path, body)
+    k = kernel_in_file(tmp_path, "bad_function_arg", "a: kc.array(dtype=float)", body,
+                       "from tests.test_func_values import apply, double_it, pick")
     with pytest.raises(kc.KernelError, match=message) as err:
         kc.launch(k, 1, [kc.zeros(2, dtype=float)])
     assert "bad_function_arg.py:7:" in str(err.value) and "^" in str(err.value)
