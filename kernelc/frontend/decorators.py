@@ -11,6 +11,7 @@ from typing import Any
 
 from kernelc import types as T
 from kernelc.errors import KernelError
+from kernelc.frontend import unique_kernels
 from kernelc.frontend.func_values import FunctionValueType, is_function_class
 from kernelc.frontend.source import Source, read_source
 from kernelc.ir import nodes as ir
@@ -312,7 +313,7 @@ class Kernel(_SourceMixin):
         from kernelc.runtime.module import Module, register_kernel
 
         if module == "unique":  # Warp's module="unique": a module of its own
-            module = f"{func.__module__}.{func.__qualname__}"
+            module = _unique_module_name(f"{func.__module__}.{func.__qualname__}")
             if module_options:  # kernels made alike but with other options stay apart
                 module += f"[{_options_digest(module_options)}]"
         self.module = Module(getattr(module, "name", module) or func.__module__)
@@ -434,8 +435,15 @@ def kernel(f: Callable | None = None, *, name: str | None = None,
     def wrap(fn: Callable) -> Kernel:
         if module_options is not None:
             _check_module_options(fn, module, module_options)
-        return Kernel(fn, key=name, module=module, options=options,
+        key = unique_kernels.reuse_key(fn, name, options, module_options) \
+            if module == "unique" else None
+        found = unique_kernels.find(key)  # the same unique kernel defined again
+        if found is not None:
+            return found
+        made = Kernel(fn, key=name, module=module, options=options,
                       module_options=module_options)
+        unique_kernels.remember(key, made)
+        return made
 
     return wrap(f) if f is not None else wrap
 
@@ -494,6 +502,19 @@ def _check_module_options(fn: Callable, module: Any, module_options: Any) -> Non
     if unknown:
         raise ValueError(f"{where}: unknown module_options: {', '.join(map(repr, unknown))}. "
                          f"Valid options are: {', '.join(map(repr, MODULE_OPTION_KEYS))}")
+
+
+def _unique_module_name(base: str) -> str:
+    """`base`, or `base#2`, `base#3`, ... while another live kernel has that module (one
+    Python function made into kernels several times, e.g. by a kernel factory)."""
+    from kernelc.runtime.module import registered_kernels
+
+    taken = {str(k.module) for k in registered_kernels()}
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}#{n}"
+    return name
 
 
 def _options_digest(options: dict[str, Any]) -> str:
