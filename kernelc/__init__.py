@@ -67,8 +67,10 @@ from kernelc.runtime.indexedarray import (  # noqa: E402
     indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d,
 )
 from kernelc.runtime.allocators import (  # noqa: E402
-    Allocator, ScopedAllocator, get_device_allocator, set_cuda_allocator, set_device_allocator,
+    Allocator, CudaManagedAllocator, ScopedAllocator, get_device_allocator, set_cuda_allocator,
+    set_device_allocator,
 )
+from kernelc.runtime.memory_kind import MemoryKind  # noqa: E402
 from kernelc.runtime.alloc_tracker import (  # noqa: E402
     ScopedMemoryTracker, print_memory_report,
 )

@@ -149,7 +149,9 @@ class Config:
         verify_fp (bool): Check every float written to an array (stores and atomics) and
             print the file, line, kernel, array and value when it is NaN or infinite
             (Warp's setting; default False). Kernels compile again with the checks.
-        verify_cuda, print_launches, verbose_warnings (bool): Warp's settings
+        print_launches (bool): Send one line per `kc.launch` (kernel, dim, arguments,
+            device) to the active logger's `info` (Warp's setting; default False).
+        verify_cuda, verbose_warnings (bool): Warp's settings
             with Warp's defaults, readable and assignable so that ported code runs; kernelc
             ignores them.
         optimization_level (int | None): Warp's setting (default None), ignored likewise.

@@ -201,6 +201,14 @@ def log_warning(message: str, category: type[Warning] | None = None, stacklevel:
     state["logger"].warning(message, category=category, stacklevel=stacklevel + 2)
 
 
+def log_launch(kernel_name: str, dim: Any, inputs: Any, outputs: Any, device: Any) -> None:
+    """`config.print_launches`: sends one line about a launch to the active logger's `info`,
+    whatever `config.log_level` is (the user turned the switch on, as in Warp)."""
+    # Lists, as Warp prints its defaults (kernelc's defaults are tuples).
+    get_logger().info(f"kernel: {kernel_name} dim: {dim} inputs: {list(inputs)} "
+                      f"outputs: {list(outputs)} device: {device}")
+
+
 def log_error(message: str) -> None:
     """Sends `message` to the active logger's `error`, whatever `config.log_level` is."""
     get_logger().error(message)

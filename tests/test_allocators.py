@@ -281,6 +281,55 @@ def test_set_cuda_allocator_without_a_gpu():
         kc.set_cuda_allocator(object())
 
 
+# ---- memory kinds and the managed allocator -------------------------------------------------
+
+
+def test_memory_kind_values_and_host_arrays(cpu):
+    assert [int(k) for k in kc.MemoryKind] == [0, 1, 2, 3, 4, 5]  # Warp's numbering
+    assert kc.MemoryKind(5) is kc.MemoryKind.CUDA_MANAGED
+    a = kc.empty(4, dtype=kc.float32, device=cpu)
+    assert a.memory_kind is kc.MemoryKind.HOST
+    assert a[1:].memory_kind is kc.MemoryKind.HOST  # a view answers for its memory
+    assert kc.empty(0, device=cpu).memory_kind is kc.MemoryKind.HOST
+    assert kc.empty(4, device=cpu, pinned=True).memory_kind is kc.MemoryKind.PINNED
+    host = np.empty(4, dtype=np.float32)
+    wrapped = kc.array(host, dtype=kc.float32, device=cpu, copy=False)
+    assert wrapped.ptr == host.ctypes.data and wrapped.memory_kind is kc.MemoryKind.HOST
+    assert kc.array(dtype=kc.float32).memory_kind is kc.MemoryKind.UNKNOWN  # an annotation
+    indexed = kc.indexedarray(a, kc.array([0, 1], dtype=kc.int32, device=cpu))
+    assert not hasattr(indexed, "memory_kind")
+
+
+def test_managed_allocator_without_a_gpu(cpu):
+    managed = kc.CudaManagedAllocator()
+    assert isinstance(managed, kc.Allocator)
+    assert managed.memory_kind is kc.MemoryKind.CUDA_MANAGED
+    managed.deallocate(0, 64)  # a null pointer is nothing to free
+    if not kc.is_cuda_available():
+        with pytest.raises(RuntimeError, match="CUDA"):
+            managed.allocate(64)
+
+
+@pytest.mark.cuda
+def test_memory_kinds_of_cuda_arrays(gpu, rng):
+    plain = kc.zeros(16, device=gpu)
+    pooled = kc.is_mempool_enabled(gpu)
+    assert plain.memory_kind is (kc.MemoryKind.CUDA_MEMPOOL if pooled
+                                 else kc.MemoryKind.CUDA_DEVICE)
+    with kc.ScopedAllocator(gpu, gpu.default_allocator):
+        assert kc.zeros(16, device=gpu).memory_kind is kc.MemoryKind.CUDA_DEVICE
+    x0 = rng.uniform(1.0, 2.0, 1000).astype(np.float32)
+    with kc.ScopedAllocator(gpu, kc.CudaManagedAllocator()):
+        x = kc.array(x0, device=gpu)
+        out = kc.full(1000, np.nan, dtype=kc.float32, device=gpu)
+    assert x.memory_kind is kc.MemoryKind.CUDA_MANAGED
+    assert x[10:].memory_kind is kc.MemoryKind.CUDA_MANAGED
+    kc.launch(saxpy, 1000, inputs=[x, x, out, 2.0], device=gpu)
+    np.testing.assert_allclose(out.numpy(), 3.0 * x0, rtol=1e-6)
+    del x, out
+    kc.synchronize()
+
+
 # ---- CUDA paths without a GPU: host memory posing as two GPUs ------------------------------
 
 
@@ -324,6 +373,36 @@ def test_cuda_allocation_path_and_capture_deferral(fake_gpus):
     assert [e[:2] for e in log.log] == [("allocate", 80), ("deallocate", 80)]
     kc.set_cuda_allocator(None)
     assert kc.get_device("cpu").get_allocator() is host
+
+
+def test_memory_kind_asks_the_driver_about_device_memory(fake_gpus):
+    class CudaError(RuntimeError):
+        pass
+
+    answers: dict[str, object] = {}
+
+    def get_attribute(attribute, ptr):  # the driver's (CUresult, value) convention
+        value = answers[attribute]
+        return (1,) if isinstance(value, Exception) else (0, value)
+
+    def call(function, *args):
+        result = function(*args)
+        if result[0] != 0:
+            raise CudaError("driver call failed")
+        return result[1]
+
+    fake_gpus.CudaError, fake_gpus.call = CudaError, call
+    fake_gpus.cu = SimpleNamespace(
+        cuPointerGetAttribute=get_attribute,
+        CUpointer_attribute=SimpleNamespace(CU_POINTER_ATTRIBUTE_IS_MANAGED="managed",
+                                            CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE="pool"))
+    a = kc.zeros(8, device="cuda:0")
+    for managed, pool, kind in [(True, 0, "CUDA_MANAGED"), (False, 0x42, "CUDA_MEMPOOL"),
+                                (False, 0, "CUDA_DEVICE"), (False, CudaError(), "CUDA_DEVICE"),
+                                (CudaError(), 0, "UNKNOWN")]:
+        answers.update(managed=managed, pool=pool)
+        assert a.memory_kind is kc.MemoryKind[kind]
+        assert a[2:].memory_kind is kc.MemoryKind[kind]
 
 
 # ---- CUDA ----------------------------------------------------------------------------------

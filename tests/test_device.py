@@ -230,3 +230,31 @@ def test_memory_backend_plugs_in(fresh_devices):
     with pytest.raises(AttributeError):
         _ = a.__array_interface__
     assert a.__cuda_array_interface__["data"] == (a.ptr, False)
+
+
+@kc.kernel
+def doubled(x: kc.array(dtype=float), y: kc.array(dtype=float)):
+    i = kc.tid()
+    y[i] = 2.0 * x[i]
+
+
+def test_is_capturing_follows_graph_captures(fresh_devices):
+    cpu = kc.get_device("cpu")
+    x0 = np.random.default_rng(5).uniform(1.0, 2.0, 8).astype(np.float32)
+    x, y = kc.array(x0, device=cpu), kc.full(8, np.nan, dtype=float, device=cpu)
+    assert cpu.is_capturing is False and kc.get_stream(cpu).is_capturing is False
+    with kc.ScopedCapture(device=cpu) as capture:
+        assert cpu.is_capturing is True and kc.get_stream(cpu).is_capturing is True
+        kc.launch(doubled, 8, inputs=[x, y], device=cpu)
+    assert cpu.is_capturing is False
+    assert np.isnan(y.numpy()).all()  # recorded, not run
+    kc.capture_launch(capture.graph)
+    np.testing.assert_array_equal(y.numpy(), 2.0 * x0)
+    module = fake_cuda(count=1)
+    info = types.SimpleNamespace(capturing=0)
+    module.device_info = lambda device: info
+    install(fresh_devices, module)
+    gpu = kc.get_device("cuda:0")
+    assert gpu.is_capturing is False
+    info.capturing = 1  # what an open kc.ScopedCapture on the GPU counts
+    assert gpu.is_capturing is True and cpu.is_capturing is False

@@ -348,3 +348,21 @@ def test_kernelc_warnings_reach_a_custom_logger_at_the_users_line(capture):
         warnings.simplefilter("error")
         tape.backward(grads={y: kc.ones(4, dtype=float)})  # filtered out: nothing raised
     assert capture.records == []
+
+
+def test_print_launches_sends_one_info_line_per_launch(capture, monkeypatch, capsys):
+    monkeypatch.setattr(kc.config, "print_launches", True)
+    kc.config.log_level = kc.LOG_ERROR  # a switch the user turned on: not filtered
+    x = kc.array(np.random.default_rng(3).uniform(1, 2, 4).astype(np.float32))
+    y = kc.full(4, -999.0, dtype=float)
+    kc.launch(no_backward, 4, inputs=[x], outputs=[y])
+    kc.launch(no_backward, 4, inputs=[x], outputs=[y])  # the reused-packing path too
+    lines = capture.messages("info")
+    assert len(lines) == 2
+    assert lines[0].startswith("kernel: no_backward dim: 4 inputs: [array(shape=(4,)")
+    assert lines[0].endswith("device: cpu")
+    assert capsys.readouterr().out == ""  # through the logger, not printed directly
+    np.testing.assert_allclose(y.numpy(), x.numpy() * 2.0)
+    monkeypatch.setattr(kc.config, "print_launches", False)
+    kc.launch(no_backward, 4, inputs=[x], outputs=[y])
+    assert len(capture.messages("info")) == 2

@@ -93,3 +93,23 @@ def test_types_have_warp_class_names():
         "float32", "int64", "bool", "vec3f", "vec3d", "mat22f", "quatf", "transformf"]
     assert kc.types.vector(5, kc.float32).__name__ == "vec_t"
     assert kc.types.matrix((2, 5), kc.float64).__name__ == "mat_t"
+
+
+def test_module_constructor_takes_warps_arguments():
+    import sys
+
+    import pytest
+
+    m = kc.Module("made_by_hand", None)  # Warp's (name, loader) form
+    assert isinstance(m, kc.Module) and m == "made_by_hand" and m.name == "made_by_hand"
+
+    @kc.kernel(module=sys.modules[__name__])  # a Python module object names its module
+    def by_module_object(a: kc.array(dtype=float)):
+        a[kc.tid()] = 4.0
+
+    assert by_module_object.module == __name__
+    a = kc.array([-1.0], dtype=float)
+    kc.launch(by_module_object, 1, [a])
+    assert a.numpy()[0] == 4.0
+    with pytest.raises(TypeError, match="module name is a str"):
+        kc.Module(3)

@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kernelc.runtime.device import Device, cuda_runtime, get_cuda_devices, get_device
+from kernelc.runtime.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
     from kernelc.runtime.memory import Allocation
@@ -129,6 +130,46 @@ class CudaMempoolAllocator:
         cuda = cuda_runtime()
         info = cuda.device_info(self.device)
         cuda.call(cuda.cu.cuMemFreeAsync, int(ptr), cuda.stream_handle(info))
+
+
+class CudaManagedAllocator:
+    """CUDA managed (unified) memory from `cuMemAllocManaged`, for any CUDA device.
+
+    Not bound to one device: kernelc makes the array's device current before calling
+    `allocate`, which allocates in the current CUDA context. Install it with
+    `kc.set_device_allocator("cuda:0", kc.CudaManagedAllocator())` or `kc.ScopedAllocator`.
+    As with any custom allocator, allocate the arrays before a graph capture begins.
+    """
+
+    memory_kind = MemoryKind.CUDA_MANAGED
+
+    def allocate(self, size_in_bytes: int) -> int:
+        """Allocates managed memory in the current CUDA context and returns its address.
+
+        Raises:
+            RuntimeError: CUDA is unavailable, no CUDA context is current, or the device
+                cannot allocate managed memory.
+        """
+        cuda = cuda_runtime()
+        size = _size(size_in_bytes)
+        if not int(cuda.call(cuda.cu.cuCtxGetCurrent)):
+            raise RuntimeError("CudaManagedAllocator.allocate() needs a current CUDA context: "
+                               "install it on a device with kc.set_device_allocator or "
+                               "kc.ScopedAllocator and allocate arrays there")
+        ordinal = int(cuda.call(cuda.cu.cuCtxGetDevice))
+        info = cuda.device_info(ordinal)
+        if not info.attribute(cuda.cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY):
+            raise RuntimeError(f"CudaManagedAllocator: device cuda:{ordinal} cannot allocate "
+                               f"CUDA managed memory")
+        flags = int(cuda.cu.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL)
+        return int(cuda.call(cuda.cu.cuMemAllocManaged, size, flags))
+
+    def deallocate(self, ptr: int, size_in_bytes: int) -> None:
+        """Frees memory from `allocate` (cuMemFree waits for work using it first)."""
+        if not ptr:
+            return
+        cuda = cuda_runtime()
+        cuda.call(cuda.cu.cuMemFree, int(ptr))
 
 
 def _size(size_in_bytes: int) -> int:

@@ -34,6 +34,7 @@ from kernelc.runtime.array_struct import (
 )
 from kernelc.runtime.device import Device, get_device
 from kernelc.runtime.memory import Shapelike, contiguous_strides, element_layout, normalize_shape
+from kernelc.runtime.memory_kind import MemoryKind, memory_kind_of
 from kernelc.types import ArrayType, StructType, Type, as_type, bfloat16, is_ml_bfloat16
 from kernelc.types import float32 as _float32
 
@@ -293,6 +294,12 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         if self.ptr is None:
             raise TypeError(f"{what} needs an array with memory, but {self!r} is a type "
                             f"annotation; allocate one with kc.zeros, kc.empty or kc.array(data)")
+
+    @property
+    def memory_kind(self) -> MemoryKind:
+        """The kind of memory behind the array (`kc.MemoryKind`): HOST or PINNED on the
+        CPU, CUDA_MEMPOOL, CUDA_DEVICE or CUDA_MANAGED on a GPU, UNKNOWN for an annotation."""
+        return memory_kind_of(self)
 
     # ---- NumPy and interchange -------------------------------------------------------
 

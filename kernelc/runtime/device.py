@@ -68,6 +68,15 @@ class Device:
         as in Warp."""
         return self._cuda_attribute("CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
 
+    @property
+    def is_capturing(self) -> bool:
+        """True while a graph capture is open on this device (`kc.ScopedCapture`,
+        `kc.capture_begin`), so code can avoid what a capture forbids (allocating, reading
+        results back to the host). CUDA captures started outside kernelc are not seen."""
+        if self.is_cpu:
+            return get_runtime().extras.get("capture") is not None
+        return cuda_runtime().device_info(self).capturing > 0
+
     def _cuda_attribute(self, name: str) -> int:
         if self.is_cpu:
             return 0

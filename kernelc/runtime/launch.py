@@ -462,6 +462,11 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
 
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() needs a @kernelc.kernel, got {type(kernel).__name__}")
+    if config.print_launches:  # Warp's debugging switch: a line per launch
+        from kernelc.logger import log_launch
+
+        log_launch(kernel.__name__, dim, inputs, outputs,
+                   stream.device if stream is not None else get_device(device))
     if adjoint:
         if record_cmd:
             from kernelc.runtime.launch_cmd import AdjointLaunch

@@ -126,6 +126,15 @@ class Module(str):
     defined in one Python module, with its options. It is its name (a `str`), so it can be
     used wherever a module name is taken."""
 
+    def __new__(cls, name: str, loader: Any = None) -> Module:
+        # `loader` is the second argument of Warp's constructor (`wp.Module(name, None)`);
+        # kernelc finds a module's kernels by name, so there is nothing to load with it.
+        if isinstance(name, types.ModuleType):  # `@kc.kernel(module=some_python_module)`
+            name = name.__name__
+        if not isinstance(name, str):
+            raise TypeError(f"a module name is a str, not {type(name).__name__}")
+        return super().__new__(cls, name)
+
     @property
     def name(self) -> str:
         return str(self)

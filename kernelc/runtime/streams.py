@@ -107,6 +107,16 @@ class Stream:
             raise cuda.CudaError(f"cuStreamQuery failed with {cuda.error_text(result)}")
         return True
 
+    @property
+    def is_capturing(self) -> bool:
+        """Whether a graph capture is recording this stream's work (on the CPU: whether a
+        CPU capture is open)."""
+        if self.device.is_cpu:
+            return get_runtime().extras.get("capture") is not None
+        cuda = cuda_runtime()
+        status = cuda.call(cuda.cu.cuStreamIsCapturing, self.handle)
+        return status == cuda.cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+
     def __del__(self) -> None:
         if self._owned:
             try:
