@@ -113,3 +113,32 @@ def test_module_constructor_takes_warps_arguments():
     assert a.numpy()[0] == 4.0
     with pytest.raises(TypeError, match="module name is a str"):
         kc.Module(3)
+
+
+def test_reloading_a_module_recompiles_the_kernels_calling_its_funcs(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    import numpy as np
+
+    helper = tmp_path / "reload_helper.py"
+    helper.write_text("import kernelc as kc\n\n\n@kc.func\ndef magic() -> float:\n"
+                      "    return 1.0\n")
+    user = tmp_path / "reload_user.py"
+    user.write_text("import kernelc as kc\nimport reload_helper\n\n\n@kc.kernel\n"
+                    "def k(out: kc.array(dtype=float)):\n    out[0] = reload_helper.magic()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import reload_helper
+    import reload_user
+
+    out = kc.zeros(1, dtype=float)
+    kc.launch(reload_user.k, 1, [out])
+    assert out.numpy()[0] == 1.0
+    helper.write_text("import kernelc as kc\n\n\n@kc.func\ndef magic() -> float:\n"
+                      "    return 20.0  # (a new size: a stale .pyc cannot match)\n")
+    importlib.invalidate_caches()
+    importlib.reload(reload_helper)
+    kc.launch(reload_user.k, 1, [out])
+    np.testing.assert_array_equal(out.numpy(), [20.0])  # the calling kernel compiled again
+    sys.modules.pop("reload_helper", None)
+    sys.modules.pop("reload_user", None)

@@ -159,6 +159,8 @@ class Func(_SourceMixin):
                     self.__dict__.pop("annotations", None)
                     self.__dict__.pop("arg_names", None)
                     self.__dict__.pop("defaults", None)
+                if "<locals>" not in other.func.__qualname__:
+                    _recompile_kernels()  # a module reloaded (or a notebook cell run again)
                 return
         self.variants.append(other)
 
@@ -502,6 +504,15 @@ def _check_module_options(fn: Callable, module: Any, module_options: Any) -> Non
     if unknown:
         raise ValueError(f"{where}: unknown module_options: {', '.join(map(repr, unknown))}. "
                          f"Valid options are: {', '.join(map(repr, MODULE_OPTION_KEYS))}")
+
+
+def _recompile_kernels() -> None:
+    """Makes every kernel compile again at its next launch: a module-level func was
+    redefined, and any kernel may call it (its disk cache still serves the unchanged)."""
+    from kernelc.runtime.module import registered_kernels
+
+    for k in registered_kernels():
+        k.forget_compiled()
 
 
 def _unique_module_name(base: str) -> str:
