@@ -6,7 +6,6 @@ when one of these functions is called, so `import kernelc` never loads it.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -20,8 +19,9 @@ from kernelc.jax_experimental.ffi import (
     jax_kernel,
 )
 from kernelc.runtime.array import array
+from kernelc.runtime.array_interop import over_host_memory
 from kernelc.runtime.device import Device, get_device
-from kernelc.runtime.memory import MAX_DIMS, Allocation, element_layout, resolve_dtype
+from kernelc.runtime.memory import MAX_DIMS, element_layout, resolve_dtype
 
 # Warp 1.19 also has its JAX operations at the top level (`wp.jax_kernel`).
 __all__ = [
@@ -213,7 +213,7 @@ def from_jax(jax_array: Any, dtype: Any = None) -> array:
     if outer > MAX_DIMS:
         raise ValueError(f"kernelc arrays have at most {MAX_DIMS} dimensions; the JAX array "
                          f"has {outer} outside the element shape")
-    memory = Allocation(host.ctypes.data, host.nbytes, get_device("cpu"), owner=host)
-    shape = host.shape[:outer]
-    strides = host.strides[:outer] if math.prod(shape) else (elem.size,) * outer
-    return array._over(memory, memory.ptr, shape, strides, elem)
+    shared = over_host_memory(host, elem)
+    if shared is None:
+        raise TypeError(f"cannot view a JAX array with strides {host.strides} as {elem!r}")
+    return shared

@@ -7,6 +7,7 @@ array's memory to another library's `from_dlpack`.
 
 from __future__ import annotations
 
+import math
 import sys
 import typing
 from typing import Any
@@ -15,7 +16,8 @@ import numpy as np
 
 from kernelc.runtime.array import Devicelike, array
 from kernelc.runtime.device import get_device
-from kernelc.runtime.memory import Shapelike
+from kernelc.runtime.memory import MAX_DIMS, Allocation, Shapelike, element_layout, resolve_dtype
+from kernelc.types import contiguous_strides, from_numpy_dtype
 
 
 def from_numpy(arr: np.ndarray, dtype: Any = None, shape: Shapelike | None = None,
@@ -30,18 +32,65 @@ def from_numpy(arr: np.ndarray, dtype: Any = None, shape: Shapelike | None = Non
 
 
 def from_dlpack(obj: Any, dtype: Any = None) -> array:
-    """An array sharing the memory of an object with `__dlpack__` (NumPy, a tensor).
+    """An array sharing the memory of an object with `__dlpack__` (NumPy, a tensor, a JAX
+    array) or of a DLPack capsule (`torch.utils.dlpack.to_dlpack(t)`), as Warp's.
 
-    `dtype` (e.g. `kc.vec3`) turns trailing axes into elements. The memory is shared when
-    its layout allows (see `copy=False` of `kc.array`).
+    `dtype` (e.g. `kc.vec3`) turns trailing axes into elements. The memory is shared
+    whenever its layout allows (packed elements, non-negative strides), even where the
+    producer marks it read-only (JAX): as in Warp, kernels then must not write it.
     """
-    kind, ordinal = obj.__dlpack_device__()
+    from kernelc.runtime.dlpack_capsule import CapsuleSource, is_capsule
+
+    source = CapsuleSource(obj) if is_capsule(obj) else obj
+    kind, ordinal = source.__dlpack_device__()
+    if kind == 2:
+        raise RuntimeError(f"DLPack import from {get_device(f'cuda:{ordinal}')} is not "
+                           f"supported yet")
     if kind not in (1, 3):  # kDLCPU, kDLCUDAHost
-        device = get_device(f"cuda:{ordinal}") if kind == 2 else None
-        raise RuntimeError(f"DLPack import from {device or f'device type {kind}'} "
-                           f"is not supported yet")
-    return array(np.from_dlpack(obj), dtype=typing.Any if dtype is None else dtype,
-                 device="cpu", copy=False)
+        raise TypeError(f"unsupported source device for DLPack: device_type={kind}, "
+                        f"device_id={ordinal}")
+    capsule = source.__dlpack__()
+    if not is_capsule(capsule):
+        raise TypeError(f"__dlpack__() must give a DLPack capsule, got "
+                        f"{type(capsule).__name__}")
+    host = np.from_dlpack(CapsuleSource(capsule))  # holds the producer's buffer
+    if dtype is not None:
+        host = _reinterpreted(host, resolve_dtype(dtype))
+    shared = over_host_memory(host, dtype)
+    if shared is not None:
+        return shared
+    return array(host, dtype=typing.Any if dtype is None else dtype, device="cpu", copy=False)
+
+
+def _reinterpreted(host: np.ndarray, elem: Any) -> np.ndarray:
+    """`host` seen as the scalars of `elem`, which must be of the same size (bools as
+    8-bit ints, signed ints as unsigned), as Warp allows; other types raise."""
+    scalar = getattr(elem, "dtype", elem)
+    want = np.dtype(element_layout(scalar)[0])
+    have = host.dtype
+    same_bits = want.itemsize == have.itemsize
+    fits = (have.kind == "b" and same_bits and want.kind in "biu") or \
+        (have.kind in "iu" and same_bits and want.kind in "iu") or have == want
+    if not fits:
+        name = f"bool{8 * have.itemsize}" if have.kind == "b" else have.name
+        raise RuntimeError(f"Incompatible data types: DLPack {name} and kernelc {scalar!r}")
+    return host if have == want else host.view(want)
+
+
+def over_host_memory(host: np.ndarray, dtype: Any = None) -> array | None:
+    """An array over `host`'s own memory (kept alive through it), or None where its layout
+    does not fit `dtype` (default: its scalar type) as kernels read it."""
+    elem = from_numpy_dtype(host.dtype) if dtype is None else resolve_dtype(dtype)
+    np_dtype, inner = element_layout(elem)
+    outer = host.ndim - len(inner)
+    if host.dtype != np_dtype or not host.flags.aligned or any(s < 0 for s in host.strides) \
+            or outer < 1 or outer > MAX_DIMS or host.shape[outer:] != inner or \
+            host.strides[outer:] != contiguous_strides(inner, np_dtype.itemsize):
+        return None
+    memory = Allocation(host.ctypes.data, host.nbytes, get_device("cpu"), owner=host)
+    shape = host.shape[:outer]
+    strides = host.strides[:outer] if math.prod(shape) else (elem.size,) * outer
+    return array._over(memory, memory.ptr, shape, strides, elem)
 
 
 def to_dlpack(arr: array) -> Any:
