@@ -318,7 +318,8 @@ class Kernel(_SourceMixin):
             module = _unique_module_name(f"{func.__module__}.{func.__qualname__}")
             if module_options:  # kernels made alike but with other options stay apart
                 module += f"[{_options_digest(module_options)}]"
-        self.module = Module(getattr(module, "name", module) or func.__module__)
+        # (code run by `exec` without a `__name__` has no module: "__main__", as at the top)
+        self.module = Module(getattr(module, "name", module) or func.__module__ or "__main__")
         if module_options:
             from kernelc.runtime.module import set_module_options
 
