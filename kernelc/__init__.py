@@ -123,6 +123,7 @@ _LAZY_MODULES = (
     "kernelc.autodiff.custom",  # func_grad, adjoint
     "kernelc.frontend.native_funcs",  # func_native
     "kernelc.frontend.address_of",  # address_of
+    "kernelc.runtime.aot",  # compile_aot_module, load_aot_module
     "kernelc.lib.noise",
     "kernelc.lib.sampling",
     "kernelc.lib.rotations",  # quat_between_vectors, transform_expand

@@ -128,6 +128,11 @@ def _simd_mode() -> str:
     return mode
 
 
+# Set while `kc.load_aot_module` loads: a kernel missing from the disk cache then raises
+# FileNotFoundError instead of being compiled (runtime/aot.py).
+LOAD_ONLY = False
+
+
 def _cache_dir() -> str | None:
     return config.kernel_cache_dir if config.cache_kernels else None
 
@@ -172,6 +177,9 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...], disjoint_arrays: bool 
     key = cache_key(digest, entry, host.target_id, __version__, codegen_fingerprint())
     disk = DiskCache(config.kernel_cache_dir) if config.cache_kernels else None
     loaded = _load_cached(state, disk, key, entry, module, options) if disk else None
+    if loaded is None and LOAD_ONLY:
+        raise FileNotFoundError(f"kernel '{kernel.__name__}' was not compiled ahead of time "
+                                f"for this CPU and code: no {disk.path(key, LIBRARY_EXT)}")
     if loaded is None:
         if state.jit.host != host:  # the remembered host target was not LLVM's: re-key
             _remember_host(state, replace=True)

@@ -61,6 +61,12 @@ def build_cuda_image(kernel, arg_types: tuple[T.Type, ...], arch: int) -> CudaIm
             fmt = ext
             break
     if image is None:
+        from kernelc.runtime import compiler
+
+        if compiler.LOAD_ONLY:
+            raise FileNotFoundError(f"kernel '{kernel.__name__}' was not compiled ahead of "
+                                    f"time for sm_{arch} and this code: no "
+                                    f"{disk.path(key, 'cubin')}")
         image, fmt = compile_cuda(source.text, arch, lineinfo=options.lineinfo,
                                   name=kernel.__name__)
         cache = "miss"
