@@ -8,6 +8,19 @@ from pathlib import Path
 
 from kernelc.logger import LOG_DEBUG, LOG_INFO, LOG_WARNING, parse_log_level
 
+# Warp settings that concern its own toolchain (clang flags, mathdx, precompiled headers,
+# CUDA output formats) or features kernelc has otherwise: kept so that ported code that
+# reads or sets them runs.
+_WARP_ONLY_SETTINGS = {
+    "cpu_compiler_flags": None, "cuda_arch_suffix": None, "cuda_output": None,
+    "default_grid_stride": True, "deterministic_debug": False,
+    "enable_graph_capture_module_load_by_default": True, "enable_mathdx_fft": True,
+    "enable_mathdx_gemm": True, "enable_mathdx_solver": True, "enable_mempools_at_init": True,
+    "enable_tiles_in_stack_memory": True, "enable_vector_component_overwrites": False,
+    "legacy_cpu_linker": False, "legacy_scalar_return_types": False, "llvm_cuda": False,
+    "load_module_max_workers": 0, "ptx_target_arch": None, "use_precompiled_headers": True,
+}
+
 
 class ReduceMode(enum.Enum):
     """How atomic updates (`kc.atomic_add`, `a[i] += x`) of contended elements are done
@@ -155,6 +168,9 @@ class Config:
             with Warp's defaults, readable and assignable so that ported code runs; kernelc
             ignores them.
         optimization_level (int | None): Warp's setting (default None), ignored likewise.
+        cpu_compiler_flags, default_grid_stride, enable_mathdx_gemm, ... (the names of
+            `_WARP_ONLY_SETTINGS`): Warp's toolchain settings, with Warp's defaults, ignored
+            likewise.
     """
 
     def __init__(self) -> None:
@@ -181,6 +197,9 @@ class Config:
         self.print_launches: bool = False
         self.verbose_warnings: bool = False
         self.optimization_level: int | None = None
+        # More of Warp's settings, with its defaults: readable and assignable, no effect.
+        for name, value in _WARP_ONLY_SETTINGS.items():
+            setattr(self, name, value)
         self._track_memory = False
         self._deterministic = DeterministicMode.NOT_GUARANTEED
         self._deterministic_max_records = 0

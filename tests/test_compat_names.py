@@ -466,3 +466,18 @@ def test_handle_is_warps_uint64_for_object_ids():
     out = poisoned((2, 2), np.float32)
     kc.launch(closest_through_handles, 2, [refs, ids, p, out])
     np.testing.assert_array_equal(out.numpy(), [[0.0, 0.0], [2.0, 2.0]])
+
+
+def test_every_warp_setting_can_be_read_and_set():
+    warp_config = pytest.importorskip("warp.config")
+    names = [n for n in dir(warp_config) if not n.startswith("_")
+             and not callable(getattr(warp_config, n))
+             and not isinstance(getattr(warp_config, n), types.ModuleType)]
+    # (an enum of Warp's own launch checks, with no counterpart)
+    missing = [n for n in names if not hasattr(kc.config, n)
+               and n != "launch_array_access_mode"]
+    assert missing == []
+    saved = kc.config.default_grid_stride
+    kc.config.default_grid_stride = False
+    assert kc.config.default_grid_stride is False
+    kc.config.default_grid_stride = saved
