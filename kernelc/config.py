@@ -168,9 +168,9 @@ class Config:
             with Warp's defaults, readable and assignable so that ported code runs; kernelc
             ignores them.
         optimization_level (int | None): Warp's setting (default None), ignored likewise.
-        cpu_compiler_flags, default_grid_stride, enable_mathdx_gemm, ... (the names of
-            `_WARP_ONLY_SETTINGS`): Warp's toolchain settings, with Warp's defaults, ignored
-            likewise.
+        default_grid_stride (bool): Warp's setting (default True), ignored likewise, as are
+            Warp's other toolchain settings (`cpu_compiler_flags`, `enable_mathdx_gemm`,
+            ...: the names in `_WARP_ONLY_SETTINGS`), which keep Warp's defaults.
     """
 
     def __init__(self) -> None:
