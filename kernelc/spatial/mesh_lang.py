@@ -265,14 +265,18 @@ def closest_face_index(mesh: kc.uint64, point: kc.vec3, max_dist: kc.float32) ->
     best = max_dist * max_dist
     face = -1
     stack = kc.zeros(shape=STACK_SIZE, dtype=kc.int32)
+    # Each pushed node's box distance, computed when it was pushed: popped nodes are
+    # tested against the best distance found since without reading their bounds again.
+    stack_d = kc.zeros(shape=STACK_SIZE, dtype=kc.float32)
     count = 0
     if _load_i32(mesh, bvh.DESCRIPTOR_NUM_NODES // 4) > 0:
         count = 1
+        stack_d[0] = bvh.box_distance_sq(point, bvh.node_lower(bounds, 0),
+                                         bvh.node_upper(bounds, 0))
     while count > 0:
         count -= 1
         node = stack[count]
-        if bvh.box_distance_sq(point, bvh.node_lower(bounds, node),
-                               bvh.node_upper(bounds, node)) > best:
+        if stack_d[count] > best:
             continue
         items = bvh.node_int(info, node, 1)
         if items > 0:
@@ -280,12 +284,12 @@ def closest_face_index(mesh: kc.uint64, point: kc.vec3, max_dist: kc.float32) ->
             for slot in range(first, first + items):
                 f = _load_i32(prims, slot)
                 a, b, c = face_points(mesh, f)
-                if is_sliver(a, b, c):
-                    continue
                 v, w = closest_point_triangle(a, b, c, point)
                 u = 1.0 - v - w
                 d2 = kc.length_sq(u * a + v * b + w * c - point)
-                if d2 < best:
+                # Slivers are skipped; testing only faces that would be closer finds the
+                # same face with fewer square roots and divisions.
+                if d2 < best and not is_sliver(a, b, c):
                     best = d2
                     face = f
         else:
@@ -306,9 +310,11 @@ def closest_face_index(mesh: kc.uint64, point: kc.vec3, max_dist: kc.float32) ->
                 d_far = dr
             if d_far < best:  # pushed first: popped after the nearer child
                 stack[count] = far
+                stack_d[count] = d_far
                 count += 1
             if d_near < best:
                 stack[count] = near
+                stack_d[count] = d_near
                 count += 1
     return face
 
