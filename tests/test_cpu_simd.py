@@ -214,6 +214,13 @@ def scale(a: kc.array(dtype=float)):
     a[kc.tid()] = a[kc.tid()] * 2.0
 
 
+@kc.kernel
+def closest_faces(mesh: kc.uint64, points: kc.array(dtype=kc.vec3),
+                  faces: kc.array(dtype=int)):
+    i = kc.tid()  # no loop of its own: the query's traversal loop is in its funcs
+    faces[i] = kc.mesh_query_point_no_sign(mesh, points[i], 10.0).face
+
+
 def test_auto_mode_picks_kernels_with_loops():
     previous = kc.config.cpu_simd
     kc.config.cpu_simd = "auto"
@@ -224,6 +231,8 @@ def test_auto_mode_picks_kernels_with_loops():
         assert "packet.cond" not in kc.compile(scale, target="cpu").source
         # a func with effects in the loop would run one lane at a time
         assert "packet.cond" not in kc.compile(memory_kinds, target="cpu").source
+        # a mesh query's traversal reads the tree at per-lane addresses, even called once
+        assert "packet.cond" not in kc.compile(closest_faces, target="cpu").source
     finally:
         kc.config.cpu_simd = previous
 

@@ -28,11 +28,24 @@ def lane_analysis(module: ir.Module, options) -> varying.Varying | None:
         # two, floats would be summed in another order than thread after thread.
         return None
     info = varying.analyse(module)
-    if any(_not_for_lanes(s, info, module)
-           for loop in ir.walk(module.kernel.body) if isinstance(loop, (ir.For, ir.While))
-           for s in ir.walk((loop,))):
+    if _loops_not_for_lanes(module.kernel.body, info, module):
         return None
     return info
+
+
+def _loops_not_for_lanes(body: ir.Block, info: varying.Varying, module: ir.Module) -> bool:
+    """Whether a loop of `body`, or of a func it calls with varying arguments (a mesh or
+    BVH query called once per thread), holds a statement that makes lanes not pay."""
+    for s in ir.walk(body):
+        if isinstance(s, (ir.For, ir.While)):
+            if any(_not_for_lanes(x, info, module) for x in ir.walk((s,))):
+                return True
+        elif isinstance(s, ir.Op) and s.opcode == OpCode.CALL_FUNC and (
+                s.attr in info.lane_funcs or any(a.id in info.values for a in s.args)):
+            callee = module.func(s.attr)
+            if _loops_not_for_lanes(callee.body, callee_info(callee, s, info), module):
+                return True
+    return False
 
 
 # (a native snippet, too, takes its operands by address and runs one thread at a time)
