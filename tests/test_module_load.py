@@ -142,3 +142,43 @@ def test_reloading_a_module_recompiles_the_kernels_calling_its_funcs(tmp_path, m
     np.testing.assert_array_equal(out.numpy(), [20.0])  # the calling kernel compiled again
     sys.modules.pop("reload_helper", None)
     sys.modules.pop("reload_user", None)
+
+
+HASH_TARGET = kc.constant(1.0)
+
+
+@kc.func
+def hash_double(x: float) -> float:
+    return 2.0 * x
+
+
+@kc.func
+def hash_triple(x: float) -> float:
+    return 3.0 * x
+
+
+@kc.func
+def hash_apply(g: kc.Function, x: float) -> float:
+    return g(x)
+
+
+HASH_FUNC = hash_double
+
+
+@kc.kernel(module="unique")
+def hashed(out: kc.array(dtype=float)):
+    out[0] = hash_apply(HASH_FUNC, HASH_TARGET)
+
+
+def test_module_hash_follows_the_constants_and_funcs_kernels_read():
+    global HASH_TARGET, HASH_FUNC
+    first = hashed.module.hash_module()
+    try:
+        HASH_TARGET = kc.constant(2.0)
+        second = hashed.module.hash_module()
+        HASH_TARGET = kc.constant(1.0)
+        assert hashed.module.hash_module() == first != second
+        HASH_FUNC = hash_triple  # a func given as an argument counts too
+        assert hashed.module.hash_module() not in (first, second)
+    finally:
+        HASH_TARGET, HASH_FUNC = kc.constant(1.0), hash_double

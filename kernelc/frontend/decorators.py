@@ -393,6 +393,22 @@ class Kernel(_SourceMixin):
         return module
 
 
+    def lowered_now(self) -> list[ir.Module]:
+        """The kernel lowered anew (not from the cache) for each specialisation known: the
+        globals, constants and funcs it reads as they are now. Empty where it does not
+        lower (an error is reported when it is launched)."""
+        from kernelc.frontend.lower import lower_kernel
+
+        types = [self.param_types] if not any(T.is_generic(t) for t in self.param_types) \
+            else list(self._ir)
+        try:
+            source = read_source(self.func)  # closure values as they are now
+            if self.static_values:
+                source = dataclasses.replace(source, static_values=self.static_values)
+            return [lower_kernel(source, tuple(t), _symbol(self.__name__)) for t in types]
+        except KernelError:
+            return []
+
     def _check_returns_nothing(self) -> None:
         """A kernel may annotate its return only as None (`-> None`, `-> types.NoneType`)."""
         returned = self.annotations.get("return", None)

@@ -169,13 +169,16 @@ class Module(str):
 
     def hash_module(self) -> str:
         """A hash of the module's kernels, in hex: each one's key, Python source, parameter
-        types and `kc.static` values known at declaration; a struct by its name and fields
-        (so a struct redefined with the same fields hashes the same, and one whose fields
-        changed does not)."""
+        types, `kc.static` values known at declaration and code as it compiles now (so the
+        constants, funcs and func arguments it reads count, as in Warp); a struct by its
+        name and fields (so a struct redefined with the same fields hashes the same, and one
+        whose fields changed does not)."""
         import hashlib
         import inspect
 
         from kernelc.errors import KernelError
+        from kernelc.ir.printer import format_module
+        from kernelc.runtime.compiler import _struct_definitions
 
         parts = []
         for k in self.kernels:
@@ -188,7 +191,9 @@ class Module(str):
             except KernelError:  # an annotation that is no kernelc type
                 params = repr(k.annotations)
             statics = ";".join(_static_code(v) for _, v in sorted(k.static_values.items()))
-            parts.append(f"{k.key}\n{params}\n{statics}\n{source}")
+            code = "\n".join(f"{format_module(m)}\n{_struct_definitions(m)}"
+                             for m in k.lowered_now())
+            parts.append(f"{k.key}\n{params}\n{statics}\n{source}\n{code}")
         digest = hashlib.sha256()
         for part in sorted(parts):
             digest.update(part.encode())
