@@ -86,3 +86,31 @@ def test_options_are_part_of_the_kernel():
 
     assert make(False) is make(False)
     assert make(False) is not make(True)
+
+
+SCALE = 2.0
+
+
+def scaled_kernel():
+    @kc.kernel(module="unique")
+    def scaled(out: kc.array(dtype=float)):
+        out[kc.tid()] = SCALE
+
+    return scaled
+
+
+def test_a_changed_global_makes_another_kernel():
+    global SCALE
+    first = scaled_kernel()
+    assert scaled_kernel() is first
+    out = poisoned(1, np.float32)
+    kc.launch(first, 1, [out])
+    assert out.numpy()[0] == 2.0
+    SCALE = 5.0
+    try:
+        second = scaled_kernel()
+        assert second is not first
+        kc.launch(second, 1, [out])
+        assert out.numpy()[0] == 5.0
+    finally:
+        SCALE = 2.0

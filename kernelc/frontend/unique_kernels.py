@@ -1,10 +1,11 @@
 """`@kc.kernel(module="unique")` defined again with the same code returns the same kernel,
 as in Warp: a kernel factory called every frame then compiles (and loads) its kernel once.
 
-Two definitions are the same kernel when their code, annotations, options and captured
-values are. Only captured values that cannot change are compared (numbers, strings, types,
-funcs, kernels, modules, tuples of those); a definition capturing anything else, or reading
-`kc.static(...)` (whose value may have changed since), makes a new kernel each time.
+Two definitions are the same kernel when their code, annotations, options, captured values
+and the globals they read are. Only values that cannot change are compared (numbers,
+strings, types, funcs, kernels, modules, tuples of those); a definition reading anything
+else, or `kc.static(...)` (whose value may have changed since), makes a new kernel each
+time.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ def reuse_key(fn: Callable, name: str | None, options: dict[str, Any],
         if fixed is None:
             return None
         captured.append(fixed)
+    # The globals the code reads (a changed constant makes another kernel, as Warp's hash)
+    for name in code.co_names:
+        if name in fn.__globals__:
+            fixed = _fixed(fn.__globals__[name])
+            if fixed is None:
+                return None
+            captured.append((name, fixed))
     try:
         annotations = tuple((k, repr(v)) for k, v in fn.__annotations__.items())
         settings = tuple(sorted((k, repr(v)) for k, v in options.items()))
