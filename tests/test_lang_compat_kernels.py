@@ -198,3 +198,34 @@ def test_kernel_with_a_return_annotation_is_refused():
     with pytest.raises(WarpCodegenTypeError, match="cannot return a value") as info:
         kc.launch(annotated, 1, inputs=[1.0])
     assert "test_lang_compat_kernels.py:195:32" in str(info.value)
+
+
+# ---- literals passed on ------------------------------------------------------------------------
+
+
+@kc.func
+def twice_of(v: float) -> float:
+    return 2.0 * v
+
+
+@kc.kernel
+def literal_passed_on(a: kc.array(dtype=float), out: kc.array(dtype=kc.float64),
+                      counts: kc.array(dtype=int)):
+    x = 0.1  # passed to a func (a copy) and to tile operations: still a literal
+    n = 3
+    t = kc.tile_arange(n, dtype=float)
+    kc.tile_store(a, t)
+    kc.tile_store(a, kc.tile_load(a, shape=n))
+    out[0] = kc.float64(twice_of(x))
+    out[1] = kc.float64(x)
+    part = kc.vec4(1.0, 2.0, 3.0, 4.0)[0:n]  # a slice bound: a constant
+    counts[0] = int(part[2])
+    counts[1] = n
+
+
+def test_literals_passed_to_funcs_and_tile_operations_stay_literals():
+    a, out, counts = poisoned(3, np.float32), poisoned(2, np.float64), poisoned(2, np.int32)
+    kc.launch(literal_passed_on, 1, inputs=[a], outputs=[out, counts])
+    np.testing.assert_array_equal(a.numpy(), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(out.numpy(), [np.float32(0.2), 0.1])
+    np.testing.assert_array_equal(counts.numpy(), [3, 3])

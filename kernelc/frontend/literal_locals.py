@@ -5,7 +5,9 @@ precision, `v[:n]` takes `n = 2` as a constant bound), but only when nothing els
 it: the name is stored to once in the whole function, and it is never passed by name to a
 call that might write into its argument (`kc.randf(state)`, `quat_to_axis_angle(q, axis,
 angle)`, `hash_grid_query_next(query, index)`). Passing it to a type (`kc.float64(x)`,
-`float(x)`, `kc.vec3d(x, 0.0, 0.0)`) does not count: a constructor writes nothing back.
+`float(x)`, `kc.vec3d(x, 0.0, 0.0)`), to a func without `kc.ref` parameters (its arguments
+are copies) or to a tile operation (`kc.tile_arange(n)`, `kc.tile_load(a, shape=n)`) does
+not count: those write nothing back.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def literal_locals(tree: ast.AST, source: Any) -> frozenset[str]:
     docstring); `source.lookup_global` resolves callees."""
     passed: set[str] = set()
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or _is_type(node.func, source):
+        if not isinstance(node, ast.Call) or _writes_nothing_back(node.func, source):
             continue
         for arg in (*node.args, *(k.value for k in node.keywords)):
             if isinstance(arg, ast.Name):
@@ -41,22 +43,48 @@ def literal_locals(tree: ast.AST, source: Any) -> frozenset[str]:
     return assigned_once(tree) - passed
 
 
-def _is_type(callee: ast.expr, source: Any) -> bool:
-    """Whether `callee` (`kc.float64`, `float`, `vec3d`) names a type when resolved from the
-    function's globals; anything not resolvable counts as a call that may write back."""
+def _writes_nothing_back(callee: ast.expr, source: Any) -> bool:
+    """Whether the call of `callee` cannot write into a name passed to it: a type (`kc.float64`,
+    `float`, `vec3d`), a func without `kc.ref` parameters or a tile operation, resolved from
+    the function's globals; anything not resolvable counts as a call that may write back."""
+    from kernelc.frontend import refs
+    from kernelc.frontend.decorators import Func
+
+    value = _resolved(callee, source)
+    if value is _UNKNOWN:
+        return False
+    if isinstance(value, Func):
+        try:
+            return not refs.has_refs(value)
+        except Exception:  # annotations that do not evaluate: reported where it is lowered
+            return False
+    if callable(value) and getattr(value, "__module__", "").startswith("kernelc.frontend.tile"):
+        return True
+    try:
+        return value in _PYTHON_CASTS or isinstance(value, (T.ScalarType, T.VectorType,
+                                                            T.MatrixType))
+    except TypeError:  # an unhashable value
+        return False
+
+
+_UNKNOWN = object()
+
+
+def _resolved(callee: ast.expr, source: Any) -> Any:
+    """The object a callee expression (`name`, `kc.name`) names in the function's globals,
+    or _UNKNOWN."""
     path = []
     while isinstance(callee, ast.Attribute):
         path.append(callee.attr)
         callee = callee.value
     if not isinstance(callee, ast.Name):
-        return False
+        return _UNKNOWN
     found, value = source.lookup_global(callee.id)
     if not found:
-        return False
+        return _UNKNOWN
     try:
         for attr in reversed(path):
             value = getattr(value, attr)
     except AttributeError:
-        return False
-    return value in _PYTHON_CASTS or isinstance(value, (T.ScalarType, T.VectorType,
-                                                        T.MatrixType))
+        return _UNKNOWN
+    return value
