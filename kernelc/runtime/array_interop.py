@@ -16,8 +16,15 @@ import numpy as np
 
 from kernelc.runtime.array import Devicelike, array
 from kernelc.runtime.device import get_device
-from kernelc.runtime.memory import MAX_DIMS, Allocation, Shapelike, element_layout, resolve_dtype
-from kernelc.types import contiguous_strides, from_numpy_dtype
+from kernelc.runtime.memory import (
+    MAX_DIMS,
+    Allocation,
+    Shapelike,
+    aliasable,
+    element_layout,
+    resolve_dtype,
+)
+from kernelc.types import from_numpy_dtype
 
 
 def from_numpy(arr: np.ndarray, dtype: Any = None, shape: Shapelike | None = None,
@@ -83,9 +90,8 @@ def over_host_memory(host: np.ndarray, dtype: Any = None) -> array | None:
     elem = from_numpy_dtype(host.dtype) if dtype is None else resolve_dtype(dtype)
     np_dtype, inner = element_layout(elem)
     outer = host.ndim - len(inner)
-    if host.dtype != np_dtype or not host.flags.aligned or any(s < 0 for s in host.strides) \
-            or outer < 1 or outer > MAX_DIMS or host.shape[outer:] != inner or \
-            host.strides[outer:] != contiguous_strides(inner, np_dtype.itemsize):
+    if not 1 <= outer <= MAX_DIMS or host.shape[outer:] != inner or \
+            not aliasable(host, np_dtype, inner, writeable=False):
         return None
     memory = Allocation(host.ctypes.data, host.nbytes, get_device("cpu"), owner=host)
     shape = host.shape[:outer]

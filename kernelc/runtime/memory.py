@@ -169,9 +169,12 @@ def span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int
     return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
 
 
-def aliasable(data: np.ndarray, np_dtype: np.dtype, inner: tuple[int, ...]) -> bool:
-    """Whether kernels may use a NumPy array's memory as is (`copy=False`)."""
-    if data.dtype != np_dtype or not data.flags.aligned or not data.flags.writeable:
+def aliasable(data: np.ndarray, np_dtype: np.dtype, inner: tuple[int, ...],
+              writeable: bool = True) -> bool:
+    """Whether kernels may use a NumPy array's memory as is (`copy=False`); `writeable`
+    False accepts read-only memory too (DLPack imports share it, as in Warp)."""
+    if data.dtype != np_dtype or not data.flags.aligned or (
+            writeable and not data.flags.writeable):
         return False
     if any(s < 0 for s in data.strides):
         return False
