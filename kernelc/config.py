@@ -152,9 +152,10 @@ class Config:
         track_memory (bool): Track every array allocation for `kc.print_memory_report`
             (default False). Warp reads it when `wp.init()` runs; kernelc starts or stops
             tracking as soon as it is assigned, so setting it before `init()` works the same.
-        enable_cpu_blocks (bool): Warp's switch for `block_dim` lanes per tile block on
-            the CPU. kernelc runs tiles with one lane per block on every device, so it is
-            False; setting it True raises rather than run tile code with other semantics.
+        enable_cpu_blocks (bool): CPU launches with `block_dim` B from 2 to 1024 run
+            blocks of B threads, as on a GPU: tile operations are each block's collective
+            work and `tile(x)` gathers one value per thread (default False: one thread per
+            block, Warp's CPU default). See docs/tiles.md.
         verify_autograd_array_access (bool): While a `kc.Tape` records, warn when an
             array is overwritten after a recorded launch read it, or when a kernel writes an
             array argument after reading it (Warp's setting; default False).
@@ -191,6 +192,7 @@ class Config:
         self.reduce_mode: ReduceMode = ReduceMode.Direct
         self.enable_backward: bool = True
         self.verify_autograd_array_access: bool = False
+        self.enable_cpu_blocks: bool = False
         self._verify_fp = False
         # Warp-only settings: read and written by ported code, no effect in kernelc.
         self.verify_cuda: bool = False
@@ -242,18 +244,6 @@ class Config:
         from kernelc import __version__
 
         return __version__
-
-    @property
-    def enable_cpu_blocks(self) -> bool:
-        """Always False: kernelc's tile operations run with one lane per block."""
-        return False
-
-    @enable_cpu_blocks.setter
-    def enable_cpu_blocks(self, value: bool) -> None:
-        if value:
-            raise NotImplementedError(
-                "kernelc runs tile operations with one lane per block on every device; "
-                "config.enable_cpu_blocks = True (block_dim lanes on the CPU) is not supported")
 
     @property
     def track_memory(self) -> bool:

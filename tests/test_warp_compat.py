@@ -545,10 +545,7 @@ def test_small_names():
         kc.dtype_to_numpy(kc.vec3)
     assert kc.config.enable_backward is True and kc.config.verify_fp is False
     assert kc.config.verbose_warnings is False and kc.config.optimization_level is None
-    kc.config.enable_cpu_blocks = False  # Warp's default: accepted
-    assert kc.config.enable_cpu_blocks is False
-    with pytest.raises(NotImplementedError, match="one lane per block"):
-        kc.config.enable_cpu_blocks = True  # tiles would mean something else: refused
+    assert kc.config.enable_cpu_blocks is False  # Warp's default (see test_cpu_blocks.py)
     capsule = kc.to_dlpack(kc.zeros(4))
     assert type(capsule).__name__ == "PyCapsule"
     with pytest.raises(TypeError):

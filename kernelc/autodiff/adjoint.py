@@ -73,7 +73,7 @@ def adjoint_module(module: ir.Module, facts: AdjointFacts | None = None) -> ir.M
     fn = ir.Function(
         f"{kernel.name}_backward", (*kernel.params, *adj_params, mask),
         (*kernel.param_names, *(f"adj_{n}" for n in kernel.param_names), "adj_store_mask"),
-        (), body, tuple(ad.b.slots), True, kernel.loc)
+        (), body, tuple(ad.b.slots), True, kernel.loc, kernel.lanes)
     return ir.Module(fn, tuple(mad.out))
 
 

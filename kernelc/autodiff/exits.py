@@ -98,7 +98,7 @@ class _Lowering:
         elif simple_return:
             body.append(fn.body[-1])
         return ir.Function(fn.name, fn.params, fn.param_names, fn.return_types, tuple(body),
-                           tuple(self.slots), fn.is_kernel, fn.loc)
+                           tuple(self.slots), fn.is_kernel, fn.loc, fn.lanes)
 
     def block(self, stmts: ir.Block, loop: _Loop | None) -> list[ir.Stmt]:
         out: list[ir.Stmt] = []

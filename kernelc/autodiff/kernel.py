@@ -72,16 +72,18 @@ class AdjointKernel(Kernel):
         primal = self.primal.specialize(arg_types[:n])
         return (*primal, *primal, T.uint64)
 
-    def get_ir(self, arg_types: tuple[T.Type, ...] | None = None) -> ir.Module:
+    def get_ir(self, arg_types: tuple[T.Type, ...] | None = None, lanes: int = 1
+               ) -> ir.Module:
         from kernelc.autodiff.adjoint import adjoint_module
 
         n = len(self.primal.arg_names)
         primal_types = None if arg_types is None else tuple(arg_types[:n])
         types = self.primal.param_types if primal_types is None else primal_types
-        module = self._ir.get(types)
+        key = types if lanes == 1 else (types, lanes)
+        module = self._ir.get(key)
         if module is None:
-            module = adjoint_module(self.primal.get_ir(primal_types), self.facts)
-            self._ir[types] = module
+            module = adjoint_module(self.primal.get_ir(primal_types, lanes), self.facts)
+            self._ir[key] = module
         return module
 
 

@@ -552,6 +552,7 @@ def _op_extract(e: FunctionEmitter, s: ir.Op):
 _OPS = {
     OpCode.CONST: _op_const, OpCode.CAST: _op_cast, OpCode.SELECT: _op_select,
     OpCode.LOAD_SLOT: _op_load_slot, OpCode.TID: _op_tid, OpCode.LOCAL_LOAD: _op_local_load,
+    OpCode.TID_AT: llvm_loops.op_tid_at, OpCode.LAUNCH_SIZE: llvm_loops.op_launch_size,
     OpCode.CALL: _op_call, OpCode.CALL_FUNC: _op_call_func, OpCode.EXTRACT: _op_extract,
 }
 _OPS.update(llvm_memory.OPS)  # array loads, shapes and atomics; raw address loads

@@ -131,3 +131,27 @@ def emit_rows(e: Emitter, start: ll.Value, end: ll.Value, ndim: int) -> None:
     t.add_incoming(row_end, b.block)
     b.branch(cond_bb)
     b.position_at_end(exit_bb)
+
+
+def op_tid_at(e: Emitter, s: ir.Op):
+    """tid()'s component `axis` of the thread whose linear index is the operand (a kernel
+    run once per block of lanes, see `ir/lanes.py`): its coordinate in the launch's whole
+    shape, as a scalar tid() of a wider launch gives the leading one."""
+    b = e.b
+    axis, _ = s.attr
+    linear = b.zext(e.v(s.args[0]), I64)
+    dims = launch_dims(e, 4)
+    stride = I64(1)
+    for d in dims[axis + 1:]:
+        stride = b.mul(stride, d)
+    index = b.udiv(linear, stride)
+    return b.trunc(index if axis == 0 else b.urem(index, dims[axis]), I32)
+
+
+def op_launch_size(e: Emitter, s: ir.Op):
+    """The launch's thread count: the product of its (4-d, padded with 1s) shape."""
+    dims = launch_dims(e, 4)
+    total = dims[0]
+    for d in dims[1:]:
+        total = e.b.mul(total, d)
+    return e.b.trunc(total, I32)

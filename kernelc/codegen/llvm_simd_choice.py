@@ -48,9 +48,11 @@ def _loops_not_for_lanes(body: ir.Block, info: varying.Varying, module: ir.Modul
     return False
 
 
-# (a native snippet, too, takes its operands by address and runs one thread at a time)
+# (a native snippet, too, takes its operands by address and runs one thread at a time;
+# a kernel run once per block of lanes, TID_AT / LAUNCH_SIZE, already loops over its lanes)
 _ADDRESS_OPS = frozenset({OpCode.LOCAL_ARRAY, OpCode.ARRAY_ADDRESS, OpCode.ARRAY_AT,
-                          OpCode.NATIVE, OpCode.SLOT_ADDRESS, OpCode.ELEMENT_ADDRESS})
+                          OpCode.NATIVE, OpCode.SLOT_ADDRESS, OpCode.ELEMENT_ADDRESS,
+                          OpCode.TID_AT, OpCode.LAUNCH_SIZE})
 
 
 def _uses_addresses(module: ir.Module) -> bool:

@@ -41,6 +41,12 @@ class IRBuilder:
         self.slots: list[ir.Slot] = []
         self._blocks: list[list[ir.Stmt]] = [[]]
         self.loc: Loc = Loc("<unknown>", 0)
+        # For blocks of several lanes (`ir/lanes.py`): the statements a tile operation
+        # emitted, which run once per block (by id, read before any pass rebuilds them),
+        # and the slots holding a block's shared storage (tiles), not one lane's.
+        self.in_collective = False
+        self.collective: set[int] = set()
+        self.block_slots: set[int] = set()
 
     def new_value(self, type: T.Type) -> ir.Value:
         self._next_id += 1
@@ -54,6 +60,30 @@ class IRBuilder:
 
     def append(self, stmt: ir.Stmt) -> None:
         self._blocks[-1].append(stmt)
+        if self.in_collective:
+            self.collective.add(id(stmt))
+
+    @contextmanager
+    def collective_code(self, on: bool = True) -> Iterator[None]:
+        """Marks what is emitted inside the `with` as a block's collective work (tile
+        operations), or with `on=False` as per-lane work within it (`tile(x)`)."""
+        saved, self.in_collective = self.in_collective, on
+        try:
+            yield
+        finally:
+            self.in_collective = saved
+
+    def barrier(self) -> None:
+        """Where every lane of a block must have got to before any goes on (after lanes
+        wrote a block's storage): an empty statement of collective work."""
+        with self.collective_code():
+            self.const(0, T.int32)
+
+    def new_block_slot(self, name: str, type: T.Type) -> ir.Slot:
+        """A slot shared by the lanes of a block (a tile's storage)."""
+        slot = self.new_slot(name, type)
+        self.block_slots.add(slot.id)
+        return slot
 
     def current_block(self) -> list[ir.Stmt]:
         """The block statements are being emitted into (a loop body, a branch, ...)."""

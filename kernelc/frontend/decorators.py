@@ -377,19 +377,22 @@ class Kernel(_SourceMixin):
         return tuple(got if want is None else (_match(want, got) or want)
                      for want, got in zip(self.param_types, arg_types))
 
-    def get_ir(self, arg_types: tuple[T.Type, ...] | None = None) -> ir.Module:
-        """The typed IR of this kernel (specialised for `arg_types` if it is generic)."""
+    def get_ir(self, arg_types: tuple[T.Type, ...] | None = None, lanes: int = 1
+               ) -> ir.Module:
+        """The typed IR of this kernel (specialised for `arg_types` if it is generic); with
+        `lanes` > 1, run once per CPU block of that many lanes (`ir/lanes.py`)."""
         from kernelc.frontend.lower import lower_kernel
 
         types = self.param_types if arg_types is None else tuple(arg_types)
         if any(T.is_generic(t) for t in types):
             raise KernelError(f"kernel '{self.__name__}' is generic: give arg_types",
                               kernel=self.__name__)
-        module = self._ir.get(types)
+        key = types if lanes == 1 else (types, lanes)
+        module = self._ir.get(key)
         if module is None:
             self._check_returns_nothing()
-            module = lower_kernel(self.source, types, _symbol(self.__name__))
-            self._ir[types] = module
+            module = lower_kernel(self.source, types, _symbol(self.__name__), lanes)
+            self._ir[key] = module
         return module
 
 
@@ -400,7 +403,7 @@ class Kernel(_SourceMixin):
         from kernelc.frontend.lower import lower_kernel
 
         types = [self.param_types] if not any(T.is_generic(t) for t in self.param_types) \
-            else list(self._ir)
+            else [k for k in self._ir if not (k and isinstance(k[-1], int))]  # no CPU blocks
         try:
             source = read_source(self.func)  # closure values as they are now
             if self.static_values:

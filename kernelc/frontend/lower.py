@@ -41,6 +41,7 @@ class CompileContext:
     custom_adjoints: dict[str, tuple[ir.Function, tuple[int, ...], tuple[int, ...]]] = field(
         default_factory=dict)
     custom_replays: dict[str, str] = field(default_factory=dict)  # func -> its replay func
+    lanes: int = 1  # lanes per block of a tile operation (more only in CPU blocks)
 
     def lower_func(self, func: Any, param_types: tuple[T.Type, ...], loc: Loc) -> ir.Function:
         key = (func, param_types)
@@ -474,12 +475,35 @@ class TupleArg:
     weak: bool = False
 
 
-def lower_kernel(source: Source, param_types: tuple[T.Type, ...], name: str) -> ir.Module:
-    """The IR module of a kernel specialised for `param_types`."""
-    ctx = CompileContext(kernel_name=source.name)
-    kernel = FunctionLowerer(ctx, source, param_types, is_kernel=True, name=name).lower()
+def lower_kernel(source: Source, param_types: tuple[T.Type, ...], name: str,
+                 lanes: int = 1) -> ir.Module:
+    """The IR module of a kernel specialised for `param_types`; with `lanes` > 1 (CPU
+    blocks), one that runs once per block of that many lanes (see `ir/lanes.py`)."""
+    ctx = CompileContext(kernel_name=source.name, lanes=lanes)
+    lowerer = FunctionLowerer(ctx, source, param_types, is_kernel=True, name=name)
+    kernel = lowerer.lower()
+    b = lowerer.b
+    if lanes > 1 and (b.collective or b.block_slots):  # else each thread runs on its own
+        from kernelc.ir.lanes import split_lanes
+
+        for fn in ctx.funcs:
+            _check_lane_free(fn, source.name)
+        try:
+            kernel = split_lanes(kernel, b.collective, b.block_slots, lanes, b._next_id)
+        except KernelError as err:
+            raise err.with_context(err.loc, source.name) from None
     return ir.Module(kernel, tuple(ctx.funcs), tuple(ctx.custom_adjoints.items()),
                      tuple(ctx.custom_replays.items()))
+
+
+def _check_lane_free(fn: ir.Function, kernel_name: str) -> None:
+    """A func runs as one call of one lane: in blocks of several lanes, one that reads
+    tid() or the lane (`tile(x)`, `untile`) would read the block's instead."""
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Op) and s.opcode in (OpCode.TID, OpCode.LANE):
+            raise KernelError("with CPU blocks of several lanes, a func cannot call tid(), "
+                              "tile(x) or untile(); call them in the kernel", s.loc,
+                              kernel_name)
 
 
 def is_generic(annotation: Any) -> bool:

@@ -124,7 +124,9 @@ class TileLowering:
                 self.as_val(x, node)  # a clear error for tuples and the like
         if op in (OpCode.MUL, OpCode.DIV):
             _check_scaling(op, a, b)
-        return self.elementwise([a, b], lambda x, y: self.element_binary(op, x, y, node), node)
+        with self.b.collective_code():
+            return self.elementwise([a, b], lambda x, y: self.element_binary(op, x, y, node),
+                                    node)
 
     def element_binary(self, op: OpCode, x: Any, y: Any, node: ast.AST) -> Val:
         """`x op y` for two elements of tiles: struct elements combine field by field."""
@@ -141,8 +143,9 @@ class TileLowering:
             raise KernelError("only unary '-' and '+' apply to tiles")
         if isinstance(op, ast.UAdd):
             return v
-        return self.elementwise([v], lambda x: super(TileLowering, self).unary(op, x, node),
-                                node)
+        with self.b.collective_code():
+            return self.elementwise([v], lambda x: super(TileLowering, self).unary(op, x, node),
+                                    node)
 
     # ---- element access ---------------------------------------------------------------------
 
@@ -200,7 +203,11 @@ class TileLowering:
     # ---- assignment -------------------------------------------------------------------------
 
     def assign_tile_name(self, name: str, value: Any, node: ast.AST) -> None:
-        """`name = value` where either side is a tile."""
+        """`name = value` where either side is a tile: a block's work, as tiles are."""
+        with self.b.collective_code():
+            self._assign_tile_name(name, value, node)
+
+    def _assign_tile_name(self, name: str, value: Any, node: ast.AST) -> None:
         bound = self.names.get(name)
         if not isinstance(value, Tile):
             raise KernelError(f"'{name}' holds a {bound!r}; it cannot become "
@@ -251,7 +258,10 @@ class TileLowering:
         if isinstance(target, ast.Subscript):
             base = self.tile_target(target)
             if base is not None:
-                return tile_subscripts.write(self, base, target, value)
+                tile_subscripts.write(self, base, target, value)
+                if not self.tile_element_update:
+                    self.b.barrier()  # every lane's write lands before any lane reads
+                return None
         if isinstance(target, (ast.Subscript, ast.Attribute)) and \
                 isinstance(target.value, ast.Subscript):
             holder = self.tile_target(target.value)
@@ -297,10 +307,13 @@ class TileLowering:
         self.tile_in_place = True  # `t += u` updates t's storage (views of t see it)
         self.tile_element_update = element
         try:
-            return super().visit_AugAssign(node)
+            result = super().visit_AugAssign(node)
         finally:
             self.tile_in_place = False
             self.tile_element_update = None
+        if element is not None:
+            self.b.barrier()  # every lane's update lands before any lane reads the tile
+        return result
 
     def as_val(self, v: Any, node: ast.AST | None) -> Val:
         if isinstance(v, Tile):

@@ -2,7 +2,7 @@
 
 kernelc runs a tile kernel with one lane per block, as Warp does on the CPU: `launch_tiled`
 appends a block dimension of 1, `tile(x)` makes a tile of shape (1,) and `untile` reads it
-back. Shapes are compile-time constants; every operation becomes loops over the thread's
+back (with CPU blocks of B lanes, `ir/lanes.py`, B instead of 1). Shapes are compile-time constants; every operation becomes loops over the thread's
 local storage (see `tile_value`), so tile kernels run on both backends and differentiate
 like any other code. Outside kernels these names raise.
 """
@@ -40,7 +40,8 @@ def form_table(namespace: dict[str, Any]):
 
         def register(handler):
             def lowered(lowerer, node: ast.Call):
-                return handler(lowerer, _bind(name, names, node), node)
+                with lowerer.b.collective_code():  # a block's work (see ir/lanes.py)
+                    return handler(lowerer, _bind(name, names, node), node)
 
             def stub(*args: Any, **kwargs: Any) -> Any:
                 raise RuntimeError(f"kernelc.{name}() can only be called inside a kernel")
@@ -165,38 +166,62 @@ def _tile_full(lowerer, args, node):
 
 
 @form("tile", "x, preserve_type=",
-      "The per-lane value `x` as a tile: shape (1,) for a scalar (one lane per block); "
-      "a vector gives (length, 1) and a matrix (rows, cols, 1) unless preserve_type=True.")
+      "The per-lane value `x` as a tile: shape (block_dim,) for a scalar (1 with one lane "
+      "per block); a vector gives (length, block_dim) and a matrix (rows, cols, block_dim) "
+      "unless preserve_type=True.")
 def _tile(lowerer, args, node):
-    v = lowerer.as_val(lowerer.visit(args["x"]), node)
     b = lowerer.b
-    if isinstance(v.type, (T.ScalarType, T.StructType)) or _flag(lowerer, args,
-                                                                  "preserve_type", False):
-        t = tv.new_tile(b, v.type, (1,))
-        tv.store(b, t, [tv.const(b, 0)], v.value)
-        return t
-    if not isinstance(v.type, (T.VectorType, T.MatrixType)):
+    with b.collective_code(False):  # each lane's own value
+        v = lowerer.as_val(lowerer.visit(args["x"]), node)
+    lanes = lowerer.ctx.lanes
+    whole = isinstance(v.type, (T.ScalarType, T.StructType)) or _flag(lowerer, args,
+                                                                       "preserve_type", False)
+    if not (whole or isinstance(v.type, (T.VectorType, T.MatrixType))):
         raise KernelError(f"tile() takes a scalar, vector or matrix, not {v.type!r}")
-    shape = (v.type.length, 1) if isinstance(v.type, T.VectorType) else (*v.type.shape, 1)
-    t = tv.new_tile(b, v.type.dtype, shape)
-    for c in range(v.type.count):
-        part = b.op(OpCode.EXTRACT, (v.value,), v.type.dtype, c)
-        tv.store_at(b, t, tv.const(b, c), part)
+    if whole:
+        t = tv.new_tile(b, v.type, (lanes,))
+        parts = [((), v.value)]
+    else:
+        shape = v.type.shape if isinstance(v.type, T.MatrixType) else (v.type.length,)
+        t = tv.new_tile(b, v.type.dtype, (*shape, lanes))
+        positions = [(r, c) for r in range(shape[0]) for c in range(shape[1])] \
+            if len(shape) == 2 else [(c,) for c in range(shape[0])]
+        parts = [(pos, k) for k, pos in enumerate(positions)]
+    if lanes > 1:  # the entries of lanes past the launch's end read as zeros
+        tv.fill(b, t, tv.zero_value(b, t.dtype))
+    with b.collective_code(False):
+        lane = lane_index(b, lanes)
+        for pos, part in parts:
+            if isinstance(part, int):
+                part = b.op(OpCode.EXTRACT, (v.value,), v.type.dtype, part)
+            tv.store(b, t, [*(tv.const(b, p) for p in pos), lane], part)
+    b.barrier()
     return t
+
+
+def lane_index(b, lanes: int) -> ir.Value:
+    """The lane's index in its block (int32): 0 with one lane per block."""
+    return tv.const(b, 0) if lanes == 1 else b.op(OpCode.LANE, (), T.int32)
 
 
 globals()["tile"] = SubscriptableForm(globals()["tile"])  # also `kc.tile[float, M, N]`
 
 
-@form("untile", "a", "The lane's value of a tile made by tile(): a scalar for shape (1,), a "
-      "vector for (length, 1), a matrix for (rows, cols, 1).")
+@form("untile", "a", "The lane's value of a tile made by tile(): a scalar for shape "
+      "(block_dim,), a vector for (length, block_dim), a matrix for (rows, cols, block_dim).")
 def _untile(lowerer, args, node):
     t = lowerer.tile_operand(args["a"], "untile()")
+    with lowerer.b.collective_code(False):  # each lane reads its own entry
+        return _lane_entry(lowerer, t)
+
+
+def _lane_entry(lowerer, t: Tile):
     b = lowerer.b
-    if t.shape[-1] != 1:
-        raise KernelError(f"untile() needs a tile whose last dimension is the block size (1 "
-                          f"in kernelc), got shape {t.shape}")
-    zero = tv.const(b, 0)
+    lanes = lowerer.ctx.lanes
+    if t.shape[-1] != lanes:
+        raise KernelError(f"untile() needs a tile whose last dimension is the block size "
+                          f"({lanes}), got shape {t.shape}")
+    zero = lane_index(b, lanes)
     if t.ndim == 1:
         return Val(tv.load(b, t, [zero]))
     if t.ndim == 2:

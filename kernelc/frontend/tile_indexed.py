@@ -17,6 +17,7 @@ from kernelc.frontend.tile_forms import (
     check_atomic_add_dtype,
     check_storage,
     form_table,
+    lane_index,
     offsets_operand,
 )
 from kernelc.frontend.tile_types import stack_annotation
@@ -27,22 +28,36 @@ from kernelc.ir.nodes import OpCode
 form = form_table(globals())
 
 
-@form("block_dim", "", "The number of lanes in a block: 1 in kernelc, whose tile operations "
-      "run one lane per block.")
+@form("block_dim", "", "The number of lanes in a block: 1 unless the CPU runs blocks of "
+      "several (`config.enable_cpu_blocks`).")
 def _block_dim(lowerer, args, node):
-    return Val(lowerer.b.const(tv.LANES, T.int32), const=tv.LANES)
+    lanes = lowerer.ctx.lanes
+    return Val(lowerer.b.const(lanes, T.int32), const=lanes)
 
 
 @form("tile_from_thread", "shape, value, thread_idx=, storage=",
-      "A tile of `shape` filled with the value of lane `thread_idx` (the only lane, 0, "
-      "in kernelc).")
+      "A tile of `shape` filled with the value of lane `thread_idx` (default 0).")
 def _tile_from_thread(lowerer, args, node):
     check_storage(lowerer, args)
-    v = lowerer.as_val(lowerer.visit(args["value"]), node)
+    b = lowerer.b
+    with b.collective_code(False):  # each lane's own value
+        v = lowerer.as_val(lowerer.visit(args["value"]), node)
+    source = None
     if "thread_idx" in args:
-        lowerer.int32_value(lowerer.visit(args["thread_idx"]), node)
-    t = tv.new_tile(lowerer.b, v.type, lowerer.static_shape(args["shape"]))
-    tv.fill(lowerer.b, t, v.value)
+        source = lowerer.int32_value(lowerer.visit(args["thread_idx"]), node)
+    shape = lowerer.static_shape(args["shape"])
+    if lowerer.ctx.lanes > 1:  # lane `thread_idx` hands its value over through the block
+        shared = tv.new_tile(b, v.type, (1,))
+        with b.collective_code(False):
+            picked = b.op(OpCode.EQ, (lane_index(b, lowerer.ctx.lanes),
+                                      source if source is not None else tv.const(b, 0)),
+                          T.bool_)
+            with b.region() as then:
+                tv.store(b, shared, [tv.const(b, 0)], v.value)
+            b.append(ir.If(b.loc, picked, tuple(then)))
+        v = Val(tv.load(b, shared, [tv.const(b, 0)]))
+    t = tv.new_tile(b, v.type, shape)
+    tv.fill(b, t, v.value)
     return t
 
 
@@ -149,8 +164,8 @@ def _tile_atomic_add_indexed(lowerer, args, node):
 # ---- random tiles -------------------------------------------------------------------------
 
 def _random_tile(lowerer, args, node, name: str, dtype: T.ScalarType):
-    """Elements drawn in row-major order from a stream seeded with the hash of `rng` plus
-    the lane (0), leaving `rng` itself unchanged, as Warp does."""
+    """Elements drawn from streams seeded with the hash of `rng` plus a lane, each lane
+    taking every `lanes`-th element, leaving `rng` itself unchanged, as Warp does."""
     check_storage(lowerer, args)
     from kernelc.builtins.random import pcg
 
@@ -165,13 +180,17 @@ def _random_tile(lowerer, args, node, name: str, dtype: T.ScalarType):
         raise KernelError(f"{name}() takes both min and max, or neither")
     extra = [] if bounds[0] is None else [_value(lowerer, n, dtype) for n in bounds]
     state = b.new_slot("tile_rng", T.uint32)
-    b.store(state, pcg(b, rng.value))
     t = tv.new_tile(b, dtype, shape)
     flat = t.view((t.size,), (1,))
-    with tv.counted_loop(b, 0, t.size) as k:
-        draw = b.call("randf" if dtype == T.float32 else "randi", [b.load(state), *extra])
-        b.store(state, pcg(b, b.load(state)))
-        tv.store(b, flat, [k], draw)
+    # Lane L draws elements L, L + lanes, ... from the stream seeded with rng + L.
+    lanes = min(lowerer.ctx.lanes, t.size)
+    with tv.counted_loop(b, 0, lanes) as lane:
+        seed = b.op(OpCode.ADD, (rng.value, b.cast(lane, T.uint32)), T.uint32)
+        b.store(state, pcg(b, seed))
+        with tv.counted_loop(b, lane, t.size, lanes) as k:
+            draw = b.call("randf" if dtype == T.float32 else "randi", [b.load(state), *extra])
+            b.store(state, pcg(b, b.load(state)))
+            tv.store(b, flat, [k], draw)
     return t
 
 
@@ -200,6 +219,13 @@ def _tile_randi(lowerer, args, node):
 # ---- per-lane writes into a tile ----------------------------------------------------------
 
 def _lane_write(lowerer, args, node, name: str, accumulate: bool):
+    with lowerer.b.collective_code(False):  # every lane writes its own value
+        result = _lane_write_here(lowerer, args, node, name, accumulate)
+    lowerer.b.barrier()
+    return result
+
+
+def _lane_write_here(lowerer, args, node, name: str, accumulate: bool):
     t = lowerer.tile_operand(args["a"], f"{name}()")
     rest = list(args.get("args", []))
     for key in ("value", "has_value"):
@@ -227,7 +253,7 @@ def _lane_write(lowerer, args, node, name: str, accumulate: bool):
 
 @form("tile_scatter_add", "a, *args, value=, has_value=, atomic=",
       "tile_scatter_add(t, i[, j[, k]], value, has_value): adds `value` to t[i, ...] when "
-      "has_value is true (the lane's contribution; one lane per block in kernelc).")
+      "has_value is true (each lane's contribution).")
 def _tile_scatter_add(lowerer, args, node):
     return _lane_write(lowerer, args, node, "tile_scatter_add", True)
 
@@ -257,7 +283,7 @@ def _stack(lowerer, node, what: str) -> TileStack:
 
 
 @form("tile_stack", "capacity, dtype", "An empty stack of up to `capacity` elements of "
-      "`dtype` shared by the block (its one lane in kernelc).")
+      "`dtype` shared by the block's lanes.")
 def _tile_stack(lowerer, args, node):
     capacity = lowerer.static_ints(args["capacity"], "stack capacity")
     if len(capacity) != 1 or capacity[0] <= 0:
@@ -266,7 +292,7 @@ def _tile_stack(lowerer, args, node):
     b = lowerer.b
     data = tv.new_tile(b, lowerer.eval_annotation(args["dtype"]), capacity, "stack")
     tv.fill(b, data, tv.zero_value(b, data.dtype))
-    count = b.new_slot("stack_count", T.int32)
+    count = b.new_block_slot("stack_count", T.int32)
     b.store(count, tv.const(b, 0))
     return TileStack(data, count)
 
@@ -281,6 +307,13 @@ globals()["tile_stack"] = _annotation
 @form("tile_stack_push", "s, value, has_value", "Pushes `value` when has_value is true and "
       "the stack has room; returns the slot written, or -1.")
 def _tile_stack_push(lowerer, args, node):
+    with lowerer.b.collective_code(False):  # each lane pushes its own value
+        result = _push(lowerer, args, node)
+    lowerer.b.barrier()
+    return result
+
+
+def _push(lowerer, args, node):
     s = _stack(lowerer, args["s"], "tile_stack_push()")
     b = lowerer.b
     value = lowerer.as_val(lowerer.visit(args["value"]), node)
@@ -308,6 +341,13 @@ def _tile_stack_push(lowerer, args, node):
 @form("tile_stack_pop", "s", "Pops the element pushed last: (value, slot), with slot -1 "
       "(and a zero value) when the stack is empty.")
 def _tile_stack_pop(lowerer, args, node):
+    with lowerer.b.collective_code(False):  # each lane pops its own element
+        result = _pop(lowerer, args, node)
+    lowerer.b.barrier()
+    return result
+
+
+def _pop(lowerer, args, node):
     s = _stack(lowerer, args["s"], "tile_stack_pop()")
     b = lowerer.b
     value = b.new_slot("popped", s.data.dtype)

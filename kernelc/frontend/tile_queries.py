@@ -2,10 +2,10 @@
 `tile_mesh_query_aabb`, their `_next` forms and `tile_query_valid`); special forms, see
 `tile_forms`.
 
-With one lane per block, a tiled query is the ordinary query (`bvh_query_aabb`, ...): each
-`_next` hands the lane the next result in a tile of shape (1,), or -1 once the query is
-used up, after which `tile_query_valid` turns false, as Warp's does after a batch without
-results.
+A tiled query is the ordinary query (`bvh_query_aabb`, ...) run once per block: each
+`_next` hands every lane of the block the next result in a tile of shape (block_dim,) (1
+with one lane per block), or -1 once the query is used up; `tile_query_valid` turns false
+after a batch without results, as Warp's does.
 """
 
 from __future__ import annotations
@@ -66,17 +66,21 @@ def _next(lowerer, args, node, kind: str, scalar_form: str):
         raise KernelError(f"{scalar_form.replace('query', 'tile_query', 1)}() needs a query "
                           f"from {source}")
     b = lowerer.b
-    with lowerer.bound_names([PyObj(getattr(kernelc, scalar_form))]) as (callee,):
-        # The query and index variables are advanced in place, as `bvh_query_next` does.
-        call = ast.Call(func=callee, args=[ast.Name(id=q.query, ctx=ast.Load()),
-                                           ast.Name(id=q.index, ctx=ast.Load())], keywords=[])
-        call = ast.fix_missing_locations(ast.copy_location(call, node))
-        found = lowerer.as_val(lowerer.visit(call), node)
-    index = b.load(lowerer.names[q.index])
-    result = b.op(OpCode.SELECT, (found.value, index, b.const(-1, T.int32)), T.int32)
-    b.store(q.valid, found.value)
-    t = tv.new_tile(b, T.int32, (1,))
-    tv.store(b, t, [tv.const(b, 0)], result)
+    lanes = lowerer.ctx.lanes
+    t = tv.new_tile(b, T.int32, (lanes,))
+    b.store(q.valid, b.const(False, T.bool_))
+    with tv.counted_loop(b, 0, lanes) as k:  # one result per lane of the block
+        with lowerer.bound_names([PyObj(getattr(kernelc, scalar_form))]) as (callee,):
+            # The query and index variables are advanced in place, as `bvh_query_next` does.
+            call = ast.Call(func=callee, args=[ast.Name(id=q.query, ctx=ast.Load()),
+                                               ast.Name(id=q.index, ctx=ast.Load())],
+                            keywords=[])
+            call = ast.fix_missing_locations(ast.copy_location(call, node))
+            found = lowerer.as_val(lowerer.visit(call), node)
+        index = b.load(lowerer.names[q.index])
+        result = b.op(OpCode.SELECT, (found.value, index, b.const(-1, T.int32)), T.int32)
+        b.store(q.valid, b.op(OpCode.BITOR, (b.load(q.valid), found.value), T.bool_))
+        tv.store(b, t, [k], result)
     return t
 
 
@@ -93,7 +97,7 @@ def _tile_bvh_query_ray(lowerer, args, node):
 
 
 @form("tile_bvh_query_next", "query", "The next result of a block-wide BVH query: an int "
-      "tile of shape (1,), -1 when there are no more.")
+      "tile of shape (block_dim,), -1 when there are no more.")
 def _tile_bvh_query_next(lowerer, args, node):
     return _next(lowerer, args, node, "bvh", "bvh_query_next")
 
@@ -105,7 +109,7 @@ def _tile_mesh_query_aabb(lowerer, args, node):
 
 
 @form("tile_mesh_query_aabb_next", "query", "The next face of a block-wide mesh query: an "
-      "int tile of shape (1,), -1 when there are no more.")
+      "int tile of shape (block_dim,), -1 when there are no more.")
 def _tile_mesh_query_aabb_next(lowerer, args, node):
     return _next(lowerer, args, node, "mesh", "mesh_query_aabb_next")
 

@@ -1,7 +1,8 @@
 """Tiles as the front end sees them: a view of a local array, plus the loops over it.
 
 A tile is a block of elements whose shape is known when the kernel compiles. kernelc runs
-a tile operation with one lane per block (as Warp does on the CPU), so a tile lives in the
+a tile operation with one lane per block (as Warp does on the CPU; CPU blocks of several
+lanes share the block's storage, see `ir/lanes.py`), so a tile lives in the
 thread's own storage: a local fixed-size array of scalars, an element of vector or matrix
 type taking its components in a row (a struct element is one element of a local array of
 structs, see `tile_structs`). `Tile` describes a view of that storage (shape,
@@ -25,7 +26,7 @@ from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
 MAX_TILE_ELEMENTS = 65536  # a local array's limit, in scalar components
-LANES = 1  # lanes per block: tile operations run one lane per block on every device
+LANES = 1  # lanes per block, unless the CPU runs blocks of several (`ir/lanes.py`)
 
 
 def components(dtype: T.Type) -> int:
@@ -97,7 +98,7 @@ def new_tile(b: IRBuilder, dtype: T.Type, shape: Sequence[int], name: str = "til
     if length > MAX_TILE_ELEMENTS:
         raise KernelError(f"a tile of shape {shape} and {dtype!r} holds {length} scalars; "
                           f"kernelc allows at most {MAX_TILE_ELEMENTS} per tile")
-    slot = b.new_slot(name, T.LocalArrayType(scalar_of(dtype), length))
+    slot = b.new_block_slot(name, T.LocalArrayType(scalar_of(dtype), length))
     return Tile(slot, dtype, shape, row_major(shape))
 
 
@@ -109,7 +110,7 @@ def shifted(b: IRBuilder, tile: Tile, delta: ir.Value) -> Tile:
     """The same view moved by `delta` (int32) elements, known only at run time."""
     if tile.shift is not None:
         delta = b.op(OpCode.ADD, (b.load(tile.shift), delta), T.int32)
-    slot = b.new_slot("view_offset", T.int32)
+    slot = b.new_block_slot("view_offset", T.int32)
     b.store(slot, delta)
     return dataclasses.replace(tile, shift=slot)
 

@@ -207,6 +207,11 @@ def _tile_astype(lowerer, args, node):
       "index picks a vector element's component or a matrix element's row, two a matrix "
       "entry.")
 def _tile_extract(lowerer, args, node):
+    with lowerer.b.collective_code(False):  # each lane reads the element it names
+        return _extract(lowerer, args, node)
+
+
+def _extract(lowerer, args, node):
     t = lowerer.tile_operand(args["a"], "tile_extract()")
     nodes = args.get("args", [])
     extra = 2 if isinstance(t.dtype, T.MatrixType) else int(isinstance(t.dtype, T.VectorType))

@@ -90,6 +90,14 @@ class OpCode(enum.Enum):
     # path the EXTRACT indices (flat component, field) down to the addressed part.
     SLOT_ADDRESS = "slot_address"
     ELEMENT_ADDRESS = "element_address"
+    # CPU blocks of several lanes (`config.enable_cpu_blocks`, see `ir/lanes.py`): LANE is
+    # the lane's index in its block (the front end's; the lane pass replaces it). After
+    # that pass a kernel runs once per block: TID then gives the block's index, TID_AT
+    # (args (linear thread index,); attr (axis, ndim) as TID's) a thread's tid() component
+    # and LAUNCH_SIZE the launch's thread count (int32).
+    LANE = "lane"
+    TID_AT = "tid_at"
+    LAUNCH_SIZE = "launch_size"
 
 
 BINARY_OPS = frozenset(
@@ -239,6 +247,7 @@ class Function:
     slots: tuple[Slot, ...]
     is_kernel: bool
     loc: Loc
+    lanes: int = 1  # a kernel run once per CPU block of this many lanes (ir/lanes.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ def format_function(fn: ir.Function) -> str:
     params = ", ".join(f"{p!r}: {p.type!r} ({n})" for p, n in zip(fn.params, fn.param_names))
     rets = ", ".join(repr(t) for t in fn.return_types)
     head = f"{kind} {fn.name}({params})" + (f" -> ({rets})" if rets else "")
+    if fn.lanes > 1:
+        head += f" per block of {fn.lanes} lanes"
     slots = "".join(f"\n  slot {s!r}: {s.type!r}" for s in fn.slots)
     return head + slots + "\n" + "\n".join(_block(fn.body, 1))
 

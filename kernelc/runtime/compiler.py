@@ -78,8 +78,9 @@ def _struct_definitions(module: ir.Module) -> str:
                            for t in seen.values()))
 
 
-def optimized_ir(kernel, arg_types: tuple[T.Type, ...]) -> ir.Module:
-    module = run_pipeline(kernel.get_ir(arg_types), dump=config.dump_ir)
+def optimized_ir(kernel, arg_types: tuple[T.Type, ...], lanes: int = 1) -> ir.Module:
+    lowered = kernel.get_ir(arg_types) if lanes == 1 else kernel.get_ir(arg_types, lanes=lanes)
+    module = run_pipeline(lowered, dump=config.dump_ir)
     if config.verify_fp:
         from kernelc.ir.passes.fp_checks import insert_fp_checks
 
@@ -151,14 +152,16 @@ class _Loaded:
 
 
 def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...], disjoint_arrays: bool = True,
-                   expanded: bool = False, wide_launch: bool = False) -> CpuKernel:
+                   expanded: bool = False, wide_launch: bool = False,
+                   lanes: int = 1) -> CpuKernel:
     """The loaded CPU kernel for these argument types (memory cache, disk cache, compile).
 
     `expanded`: the variant run by `ReduceMode.Expand` on per-worker private copies;
     `wide_launch`: the variant for launches with more dimensions than some tid() unpacks
-    (see `launch_alias.wide_launch`)."""
+    (see `launch_alias.wide_launch`); `lanes` > 1: the variant run once per CPU block of
+    that many lanes (`config.enable_cpu_blocks`, see `ir/lanes.py`)."""
     options = cpu_options(disjoint_arrays, expanded, wide_launch)
-    mem_key = ("cpu", arg_types, options, config.verify_fp)
+    mem_key = ("cpu", arg_types, options, config.verify_fp, lanes)
     found = kernel.compiled.get(mem_key)
     if found is not None:
         return found
@@ -166,7 +169,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...], disjoint_arrays: bool 
 
     state = cpu_state(config.num_threads)
     t0 = time.perf_counter()
-    module = optimized_ir(kernel, arg_types)
+    module = optimized_ir(kernel, arg_types, lanes)
     from kernelc.runtime.native_snippets import prepare_cpu
 
     prepare_cpu(module, state, _cache_dir(), kernel.__name__)  # before any load resolves them
@@ -183,7 +186,8 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...], disjoint_arrays: bool 
     if loaded is None:
         if state.jit.host != host:  # the remembered host target was not LLVM's: re-key
             _remember_host(state, replace=True)
-            return get_cpu_kernel(kernel, arg_types, disjoint_arrays, expanded, wide_launch)
+            return get_cpu_kernel(kernel, arg_types, disjoint_arrays, expanded, wide_launch,
+                                  lanes)
         loaded = _compile(state, disk, key, entry, module, options)
     t1, t2 = loaded.codegen_end, time.perf_counter()
     compiled = CpuKernel(
@@ -195,6 +199,7 @@ def get_cpu_kernel(kernel, arg_types: tuple[T.Type, ...], disjoint_arrays: bool 
         source_fn=functools.partial(_llvm_text, module, entry, options),
         binary_fn=loaded.binary_fn, codegen_time=(t1 - t0) * 1e3,
         backend_time=(t2 - t1) * 1e3, cache=loaded.cache, wide_launch=wide_launch,
+        lanes=lanes, per_block=module.kernel.lanes > 1,
     )
     _trace_compile(kernel.__name__, loaded, t0, t1, t2)
     if config.log_level <= LOG_INFO:

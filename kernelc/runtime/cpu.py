@@ -311,6 +311,12 @@ class CpuKernel:
     backend_time: float
     cache: str
     wide_launch: bool = False  # compiled for launches wider than its tid() (launch_alias.py)
+    lanes: int = 1  # compiled for CPU blocks of this many threads (block_dim, ir/lanes.py)
+    per_block: bool = False  # runs once per block (else per thread: it uses no tiles)
+
+    def threads(self, size: int) -> int:
+        """How many times the entry runs for a launch of `size` threads."""
+        return -(-size // self.lanes) if self.per_block else size
 
     @functools.cached_property
     def source(self) -> str:

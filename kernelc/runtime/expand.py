@@ -77,7 +77,8 @@ def plan_atomics(kernel: Any, compiled: Any, args: ctypes.Structure, values: Seq
 
         # Each worker owns its copies: the variant whose atomics on them are plain.
         plan.cfunc = get_cpu_kernel(kernel, compiled.params, expanded=True,
-                                     wide_launch=compiled.wide_launch).cfunc
+                                     wide_launch=compiled.wide_launch,
+                                     lanes=compiled.lanes).cfunc
     return plan, compiled, False
 
 
@@ -144,7 +145,7 @@ def single_thread_variant(kernel: Any, compiled: Any, values: Sequence[Any],
     from kernelc.runtime.compiler import get_cpu_kernel
 
     return get_cpu_kernel(kernel, compiled.params, expanded=True,
-                          wide_launch=compiled.wide_launch)
+                          wide_launch=compiled.wide_launch, lanes=compiled.lanes)
 
 
 def reduction_params(kernel: Any, compiled: Any, values: Sequence[Any]) -> dict[int, str]:
@@ -153,7 +154,8 @@ def reduction_params(kernel: Any, compiled: Any, values: Sequence[Any]) -> dict[
 
     found = getattr(compiled, "reduction_targets", None)
     if found is None:  # analysed once per compiled kernel: by parameter index
-        fn = kernel.get_ir(compiled.params).kernel
+        fn = (kernel.get_ir(compiled.params) if compiled.lanes == 1
+              else kernel.get_ir(compiled.params, lanes=compiled.lanes)).kernel
         index = {p.id: i for i, p in enumerate(fn.params)}
         # Thread-private arrays (`compiled.private_params`, by value id) see no contention.
         found = {index[pid]: kind for pid, kind in reduction_targets(fn).items()

@@ -17,6 +17,7 @@ from kernelc.errors import KernelError, KernelRuntimeError, render_caret
 from kernelc.runtime.array_interop import is_torch_tensor
 from kernelc.runtime.context import get_runtime
 from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
+from kernelc.runtime.cpu_blocks import ResolvedBlockDim, cpu_lanes
 from kernelc.runtime.launch_alias import pick_variant, repick_variant
 from kernelc.runtime.launch_args import (
     composite_arg_type,
@@ -256,11 +257,16 @@ class Launch(ParamSetters):
             device: Where it runs (default: the current device). On a CUDA device the
                 result is the CUDA launch object, with the same methods.
             max_blocks: Accepted for Warp compatibility.
-            block_dim: The CUDA block size.
+            block_dim: The block size (on the CPU, see `config.enable_cpu_blocks`).
             adjoint: Launch the backward kernel instead: the setters take
                 `adjoint=True` to set an argument's adjoint (an array left None has its
                 own `.grad` as adjoint).
         """
+
+    @property
+    def block_dim(self) -> int:
+        """The threads per block it runs with (1 unless the CPU runs blocks)."""
+        return self.compiled.lanes
 
     @classmethod
     def packed(cls, kernel, compiled: CpuKernel, dims, values, device,
@@ -281,7 +287,7 @@ class Launch(ParamSetters):
         self.dims = dims
         self.device = device
         self.values = list(values)  # keeps the arrays alive while the packed pointers exist
-        self.size = math.prod(dims)
+        self.size = compiled.threads(math.prod(dims))  # entry runs: threads, or CPU blocks
         self.error = ErrorRecord()
         # Only the thread that made it rewrites its packed arguments: another thread may be
         # running it at that moment.
@@ -307,8 +313,8 @@ class Launch(ParamSetters):
     def set_dim(self, dim: Any) -> None:
         """Changes the launch shape (an int or a tuple of up to 4 ints)."""
         self.dims = normalize_dim(self.kernel, dim)
-        self.size = math.prod(self.dims)
         self._repack()
+        self.size = self.compiled.threads(math.prod(self.dims))
 
     def array_words(self, index: int):
         """The packed array argument `index` as 64-bit words: data, shape, strides."""
@@ -479,7 +485,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     last = kernel.last_launch
     if last is not None and last.dim == dim and last.device is device \
             and last.mode == config.mode and last.epoch == config.deterministic_epoch \
-            and len(last.refs) == len(values) and same_or_repacked(kernel, last, values):
+            and len(last.refs) == len(values) and same_or_repacked(kernel, last, values) \
+            and last.cmd.compiled.lanes == cpu_lanes(block_dim):
         # The same argument objects as last time (a simulation loop), or new Python numbers
         # in place of old ones (repacked in place): reuse the packing.
         cmd = last.cmd
@@ -493,7 +500,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
         finally:
             last.park(kernel)
         if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
-            tape.record_launch(kernel, dim, max_blocks, inputs, outputs, cmd.device, block_dim)
+            tape.record_launch(kernel, dim, max_blocks, inputs, outputs, cmd.device,
+                               ResolvedBlockDim(cmd.compiled.lanes))
             if config.verify_autograd_array_access:
                 _check_access(kernel, values, cmd.compiled.params)
         return None
@@ -522,6 +530,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
         finally:
             memo.park(kernel)
     if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
+        if dev.is_cpu:  # the backward kernel runs with the same blocks, whatever the config
+            block_dim = ResolvedBlockDim(cpu_lanes(block_dim))
         tape.record_launch(kernel, dim, max_blocks, inputs, outputs, dev, block_dim)
         if config.verify_autograd_array_access:
             _check_access(kernel, values, types)
@@ -547,7 +557,7 @@ def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[
         return launch_cuda(kernel, dims, arrays, types, dev, stream, block_dim, record_cmd)
     names = kernel.arg_names
     _check_strides(kernel, names, types, arrays)
-    compiled, disjoint = pick_variant(kernel, types, arrays, dims)
+    compiled, disjoint = pick_variant(kernel, types, arrays, dims, cpu_lanes(block_dim))
     return Launch.packed(kernel, compiled, dims, arrays, dev, disjoint, record_cmd)
 
 

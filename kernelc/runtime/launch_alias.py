@@ -22,7 +22,7 @@ from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
 
 
-def makes_promises(kernel: Any, types: tuple[T.Type, ...]) -> bool:
+def makes_promises(kernel: Any, types: tuple[T.Type, ...], lanes: int = 1) -> bool:
     """Whether the default variant of `kernel` for `types` may assume disjoint arrays: it
     has two array parameters or more and stores into an array or updates one atomically.
 
@@ -34,11 +34,15 @@ def makes_promises(kernel: Any, types: tuple[T.Type, ...]) -> bool:
     known = getattr(kernel, "_kc_promises", None)  # by types (not in `kernel.compiled`,
     if known is None:  # which holds compiled code only)
         known = kernel._kc_promises = {}
-    found = known.get(types)
+    found = known.get((types, lanes))
     if found is None:
-        module = kernel.get_ir(types)
-        found = known[types] = any(_writes(fn) for fn in (module.kernel, *module.funcs))
+        module = _ir(kernel, types, lanes)
+        found = known[(types, lanes)] = any(_writes(fn) for fn in (module.kernel, *module.funcs))
     return found
+
+
+def _ir(kernel: Any, types: tuple[T.Type, ...], lanes: int) -> ir.Module:
+    return kernel.get_ir(types) if lanes == 1 else kernel.get_ir(types, lanes=lanes)
 
 
 def _writes(fn: ir.Function) -> bool:
@@ -46,7 +50,8 @@ def _writes(fn: ir.Function) -> bool:
                or (isinstance(s, ir.Op) and s.opcode == OpCode.ATOMIC) for s in ir.walk(fn.body))
 
 
-def wide_launch(kernel: Any, types: tuple[T.Type, ...], dims: tuple[int, ...]) -> bool:
+def wide_launch(kernel: Any, types: tuple[T.Type, ...], dims: tuple[int, ...],
+                lanes: int = 1) -> bool:
     """Whether a launch of shape `dims` has more dimensions than some tid() of the kernel
     unpacks (trailing dimensions of 1 do not count).
 
@@ -64,30 +69,36 @@ def wide_launch(kernel: Any, types: tuple[T.Type, ...], dims: tuple[int, ...]) -
     known = getattr(kernel, "_kc_tid_arity", None)
     if known is None:
         known = kernel._kc_tid_arity = {}
-    arity = known.get(types)
+    arity = known.get((types, lanes))
     if arity is None:
-        fn = kernel.get_ir(types).kernel
-        arity = known[types] = min((max(s.attr[1], 1) for s in ir.walk(fn.body)
+        fn = _ir(kernel, types, lanes).kernel
+        if fn.lanes > 1:  # run once per block: every tid() reads the launch's whole shape
+            known[(types, lanes)] = 4
+            return False
+        arity = known[(types, lanes)] = min((max(s.attr[1], 1) for s in ir.walk(fn.body)
                                     if isinstance(s, ir.Op) and s.opcode == OpCode.TID),
                                    default=4)
     return arity < ndim
 
 
 def pick_variant(kernel: Any, types: tuple[T.Type, ...], values: Sequence[Any],
-                 dims: tuple[int, ...]):
+                 dims: tuple[int, ...], lanes: int = 1):
     """(the compiled kernel to run, disjoint): `disjoint` is True when the arrays were found
     to share no memory and the default variant relies on it, False when they overlap (the
     variant without promises runs), None when the kernel makes no such promise. A launch
-    wider than the kernel's tid() runs the `wide_launch` variant."""
+    wider than the kernel's tid() runs the `wide_launch` variant; `lanes` > 1 asks for CPU
+    blocks of that many threads."""
     from kernelc.runtime.compiler import get_cpu_kernel
 
     # The default variant first: its compile lowers the kernel (and reports the time).
-    wide = wide_launch(kernel, types, dims)
-    compiled = get_cpu_kernel(kernel, types, wide_launch=wide)
-    if not makes_promises(kernel, types):
+    # A kernel run once per block reads tid() from the launch's whole shape anyway.
+    wide = wide_launch(kernel, types, dims, lanes)
+    compiled = get_cpu_kernel(kernel, types, wide_launch=wide, lanes=lanes)
+    if not makes_promises(kernel, types, lanes):
         return compiled, None
     if overlapping(values, types):
-        return get_cpu_kernel(kernel, types, disjoint_arrays=False, wide_launch=wide), False
+        return get_cpu_kernel(kernel, types, disjoint_arrays=False, wide_launch=wide,
+                              lanes=lanes), False
     return compiled, True
 
 
@@ -95,10 +106,11 @@ def repick_variant(kernel: Any, compiled: Any, disjoint: bool | None, values: Se
                    dims: tuple[int, ...]):
     """`pick_variant` for new `values` or `dims` of a launch that runs `compiled`, the
     variant that `disjoint` says: looked up again only when the answer changes."""
-    if compiled.wide_launch == wide_launch(kernel, compiled.params, dims) and (
+    wide = wide_launch(kernel, compiled.params, dims, compiled.lanes)
+    if compiled.wide_launch == wide and (
             disjoint is None or overlapping(values, compiled.params) == (not disjoint)):
         return compiled, disjoint
-    return pick_variant(kernel, compiled.params, values, dims)
+    return pick_variant(kernel, compiled.params, values, dims, compiled.lanes)
 
 
 def overlapping(values: Sequence[Any], types: Sequence[T.Type]) -> bool:

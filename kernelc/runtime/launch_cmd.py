@@ -220,6 +220,7 @@ def launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], dev
     from kernelc.autodiff.tape import adjoint_arguments, backward_disabled_by
     from kernelc.config import config
     from kernelc.errors import KernelError
+    from kernelc.runtime.cpu_blocks import cpu_lanes
     from kernelc.runtime.device import get_device
     from kernelc.runtime.launch import _prepare, _run_or_capture, arg_type, normalize_dim
     from kernelc.runtime.launch_reuse import LaunchMemo, held_weakly, rerun_adjoint
@@ -229,7 +230,8 @@ def launch_adjoint(kernel, dim: Any, values: list[Any], adjoints: list[Any], dev
         raise RuntimeError(f"kernel '{kernel.__name__}' has no backward kernel: {disabled} "
                            f"sets enable_backward=False")
     backward = adjoint_kernel(kernel)
-    if not record_cmd and rerun_adjoint(backward, dim, device, values, adjoints):
+    if not record_cmd and rerun_adjoint(backward, dim, device, values, adjoints,
+                                        cpu_lanes(block_dim)):
         return None
     dims = normalize_dim(kernel, dim)
     names = kernel.arg_names

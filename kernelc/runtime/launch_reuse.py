@@ -209,13 +209,15 @@ def _array_class():
 
 
 def rerun_adjoint(backward, dim: Any, device: Any, values: list[Any],
-                   adjoints: Sequence[Any]) -> bool:
+                   adjoints: Sequence[Any], lanes: int = 1) -> bool:
     """Runs a backward launch again with the last one's packing when its arrays and
     adjoints are the same objects (only Python numbers may differ): the adjoint arguments
-    and the store mask are then the same too. Tape.backward repeats launches this way."""
+    and the store mask are then the same too. Tape.backward repeats launches this way.
+    `lanes`: the CPU block size asked for (the packing must be compiled for it)."""
     last, memo = backward.last_launch, getattr(backward, "last_adjoints", None)
     if last is None or memo is None or last.dim != dim or last.device is not device \
-            or last.mode != L.config.mode or last.epoch != L.config.deterministic_epoch:
+            or last.mode != L.config.mode or last.epoch != L.config.deterministic_epoch \
+            or last.cmd.compiled.lanes != lanes:
         return False
     given, adj_values = dereferenced(memo[0]), dereferenced(memo[1])
     n = len(values)

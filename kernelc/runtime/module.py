@@ -32,6 +32,9 @@ _MODULE_OPTION_DEFAULTS: dict[str, Any] = {
     "lineinfo": None, "cuda_output": None, "mode": None, "optimization_level": None,
     "cpu_compiler_flags": None, "block_dim": 256, "compile_time_trace": None,
     "strip_hash": False, "deterministic": None, "deterministic_max_records": None,
+    # libraries Warp may use for tile operations on GPUs; kernelc's are its own loops
+    "enable_mathdx_gemm": None, "enable_mathdx_solver": None, "enable_mathdx_fft": None,
+    "extra_build_options": None, "default_grid_stride": None,
 }
 MODULE_OPTION_KEYS = tuple(sorted(_MODULE_OPTION_DEFAULTS))
 # `deterministic` stays None (follow `kc.config.deterministic` at each launch) until set.
@@ -235,9 +238,11 @@ def get_module(name: str | None = None) -> Module:
     return Module(_module_name(name, 1))
 
 
-def load_module(module: Any = None, device: Any = None) -> None:
-    """Compiles (or loads from the cache) every non-generic kernel defined in `module`."""
+def load_module(module: Any = None, device: Any = None, block_dim: int | None = None) -> None:
+    """Compiles (or loads from the cache) every non-generic kernel defined in `module`;
+    on the CPU, for launches with `block_dim` (see `config.enable_cpu_blocks`)."""
     from kernelc.runtime.compiler import get_cpu_kernel
+    from kernelc.runtime.cpu_blocks import cpu_lanes
     from kernelc.runtime.device import get_device
 
     dev = get_device(device)
@@ -247,14 +252,17 @@ def load_module(module: Any = None, device: Any = None) -> None:
         if k.is_generic or has_constraint(k.param_types):  # specialised per launch
             continue
         if dev.is_cpu:
-            get_cpu_kernel(k, k.param_types)
+            get_cpu_kernel(k, k.param_types, lanes=cpu_lanes(block_dim))
         else:
             from kernelc.runtime.cuda_launch import load_cuda_kernel
 
             load_cuda_kernel(k, k.param_types, dev)
 
 
-def force_load(device: Any = None, modules: Any = None) -> None:
-    """Loads the kernels of `modules` (default: `__main__`) on `device` before any launch."""
+def force_load(device: Any = None, modules: Any = None, block_dim: int | None = None,
+               max_workers: int | None = None) -> None:
+    """Loads the kernels of `modules` (default: `__main__`) on `device` before any launch,
+    for launches with `block_dim`. `max_workers` (Warp's parallel loading) is accepted:
+    kernelc loads one module after another."""
     for m in modules if modules is not None else ["__main__"]:
-        load_module(m, device)
+        load_module(m, device, block_dim)
