@@ -224,8 +224,10 @@ def test_errors():
         sp.bsr_mv(A, kc.zeros(4), kc.zeros(5))
     with pytest.raises(ValueError, match="scalar type is float64"):
         sp.bsr_mv(A, kc.zeros(4, dtype=kc.float64))
-    with pytest.raises(ValueError, match="block type must be either a matrix"):
+    with pytest.raises(ValueError, match="block type must be either a matrix type.*got vec3"):
         sp.bsr_zeros(2, 2, kc.vec3)
+    with pytest.raises(ValueError, match="block type must be either"):
+        sp.bsr_diag(kc.vec3(1.0, 2.0, 3.0), rows_of_blocks=2)
     with pytest.raises(TypeError, match="float32 and float64"):
         sp.bsr_zeros(2, 2, kc.int32)
     rows = kc.array(np.array([0, 1], np.int32))

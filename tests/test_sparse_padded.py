@@ -112,6 +112,48 @@ def test_triplet_map_reuse():
         sp.bsr_set_from_mapped_values(A, mapping, kc.array(new_vals[:5]))
 
 
+def test_triplet_map_keeps_spare_slots_and_preallocated_storage():
+    rng = np.random.default_rng(8)
+    rows, cols, vals = _random_triplets(rng, 12, 3, 3)
+    A = sp.bsr_zeros(3, 3, kc.float32)
+    mapping = sp.BsrTripletMap(capacity=20)
+    assert sp.bsr_set_from_triplets(A, kc.array(rows), kc.array(cols), kc.array(vals),
+                                    prune_numerical_zeros=False, build_mapping=mapping) is mapping
+    assert (mapping.triplet_count, mapping.capacity) == (12, 20)
+    ptrs = (mapping._triplet_blocks.ptr, mapping._block_ends.ptr, mapping._triplet_indices.ptr)
+    # The atomic reduction clears the mapped blocks only: spare slots keep their values.
+    A.values[A.nnz:].fill_(-999.0)
+    new_vals = rng.uniform(-1, 1, 12).astype(np.float32)
+    sp.bsr_set_from_mapped_values(A, mapping, kc.array(new_vals), reduction="atomic")
+    np.testing.assert_allclose(_dense(A), _reference((3, 3), rows, cols, new_vals), rtol=1e-5)
+    assert np.all(A.values.numpy()[A.nnz:] == -999.0)
+    # Rebuilding within the capacity reuses the map's memory; beyond it, the map grows.
+    sp.bsr_set_from_triplets(A, kc.array(rows[:5]), kc.array(cols[:5]), kc.array(vals[:5]),
+                             prune_numerical_zeros=False, build_mapping=mapping)
+    assert (mapping._triplet_blocks.ptr, mapping._block_ends.ptr,
+            mapping._triplet_indices.ptr) == ptrs
+    assert mapping.triplet_count == 5 and mapping._triplet_blocks.shape == (5,)
+    sp.bsr_set_from_mapped_values(A, mapping, kc.array(new_vals[:5]))
+    np.testing.assert_allclose(_dense(A), _reference((3, 3), rows[:5], cols[:5], new_vals[:5]),
+                               rtol=1e-5)
+    small = sp.BsrTripletMap(capacity=2)
+    sp.bsr_set_from_triplets(A, kc.array(rows), kc.array(cols), kc.array(vals),
+                             prune_numerical_zeros=False, build_mapping=small)
+    assert (small.triplet_count, small.capacity) == (12, 12)
+
+
+def test_mm_max_new_nnz_reports_on_stdout(capfd):
+    ones = kc.array(np.ones(4, np.float32))
+    rows, cols = kc.array(np.array([0, 0, 1, 1], np.int32)), kc.array(np.array([0, 1, 0, 1], np.int32))
+    A = sp.bsr_from_triplets(2, 2, rows, cols, ones)
+    C = sp.bsr_zeros(2, 2, kc.float32)
+    sp.bsr_mm(A, A, C, max_new_nnz=4)
+    assert C.nnz_sync() == 4 and capfd.readouterr().out == ""
+    sp.bsr_mm(A, A, C, max_new_nnz=2)
+    assert C.nnz_sync() == 2 and "max_new_nnz (2) exceeded" in capfd.readouterr().out
+    np.testing.assert_array_equal(_dense(C), [[2.0, 2.0], [0.0, 0.0]])
+
+
 def test_compress_sorts_merges_and_prunes():
     A = sp.bsr_zeros(2, 3, kc.float64, row_capacity=4)
     A.columns.assign(np.array([2, 0, 2, 1, -1, 1, 5, 0], np.int32))
@@ -194,3 +236,12 @@ def test_set_zero_policies():
         sp.bsr_set_zero(A, 2, topology="masked")
     sp.bsr_set_zero(A)
     assert A.row_counts is None and A.nnz == 0
+
+
+def test_copy_nnz_async_is_deprecated():
+    A = sp.bsr_from_triplets(2, 2, kc.array(np.array([0, 0, 1], np.int32)),
+                             kc.array(np.array([0, 0, 1], np.int32)),
+                             kc.array(np.array([1.0, 2.0, 3.0], np.float32)))
+    with pytest.warns(DeprecationWarning, match="nnz_sync"):
+        A.copy_nnz_async()
+    assert A.nnz_sync() == 2

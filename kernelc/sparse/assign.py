@@ -119,7 +119,9 @@ def bsr_compress(src: BsrMatrix, prune_numerical_zeros: bool = True, inplace: bo
     counts = np.bincount(new_rows, minlength=src.nrow) if src.nrow else np.zeros(0, np.int64)
     old_values = None
     if not structure_only and len(starts):
-        old_values = kc.empty(src.values.shape[0], dtype=src.values.dtype, device=src.device)
+        # A differentiable snapshot: the sums below overwrite src.values.
+        old_values = kc.empty(src.values.shape[0], dtype=src.values.dtype, device=src.device,
+                              requires_grad=src.requires_grad)
         kc.copy(old_values, src.values)
     if topology == "compact":
         src.row_counts = None

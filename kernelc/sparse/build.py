@@ -30,6 +30,7 @@ from kernelc.sparse.matrix import (
     host_rows_columns,
     matrix_and_scale,
     set_topology,
+    zero_values,
 )
 from kernelc.sparse.padded import check_topology, compacted, set_zero_topology, store
 
@@ -99,7 +100,7 @@ def bsr_set_zero(bsr: BsrMatrix, rows_of_blocks: int | None = None,
     if topology == "masked":
         if rows_of_blocks is not None or cols_of_blocks is not None:
             raise ValueError("Cannot resize a matrix with topology='masked'")
-        bsr.values.zero_()
+        zero_values(bsr.values)
         return
     old_offsets = bsr.offsets.numpy()[: bsr.nrow + 1].astype(np.int64)
     if cols_of_blocks is not None:
@@ -251,6 +252,7 @@ def bsr_set_from_triplets(dest: BsrMatrix, rows: array, columns: array,
     target = dest
     if topology == "padded":
         target = BsrMatrix(dest.nrow, dest.ncol, dest.values.dtype, device=dest.device)
+        target.values.requires_grad = dest.requires_grad  # differentiable through store()
     else:
         dest.row_counts = None
         ensure_fits(dest, rows.shape[0])  # Warp's storage: one slot per triplet
@@ -264,7 +266,7 @@ def bsr_set_from_triplets(dest: BsrMatrix, rows: array, columns: array,
                           triplet_values_3d(values, dest), target.scalar_values])
     if topology == "padded":
         if values is not None:
-            dest.values.zero_()
+            zero_values(dest.values)
         store(dest, target, "padded", structure_only=values is None)
     if mapping is not None:
         mapping.bind(dest, rows.shape[0], order, block_ends)
@@ -294,6 +296,7 @@ def bsr_from_triplets(rows_of_blocks: int, cols_of_blocks: int, rows: array, col
     else:
         block_type = values.dtype
     A = bsr_zeros(rows_of_blocks, cols_of_blocks, block_type, device=values.device)
+    A.values.requires_grad = values.requires_grad
     bsr_set_from_triplets(A, rows, columns, values, prune_numerical_zeros=prune_numerical_zeros)
     return A
 
@@ -374,6 +377,8 @@ def bsr_diag(diag: Any = None, rows_of_blocks: int | None = None,
         else:
             block_type = T.as_type(type(diag))
     A = bsr_zeros(rows_of_blocks, cols_of_blocks, block_type, device=device)
+    if isinstance(diag, array):
+        A.values.requires_grad = diag.requires_grad
     bsr_set_diag(A, diag)
     return A
 
@@ -436,6 +441,7 @@ def bsr_set_transpose(dest: BsrMatrix, src: Any, topology: str | None = None) ->
             raise ValueError(f"Incompatible destination matrix size, expected "
                              f"({src.ncol}, {src.nrow}), got ({dest.nrow}, {dest.ncol})")
         result = BsrMatrix(src.ncol, src.nrow, dest.values.dtype, device=dest.device)
+        result.values.requires_grad = src.requires_grad or dest.requires_grad
         bsr_set_transpose(result, scale * src if scale != 1.0 else src)
         store(dest, result, topology)
         return
@@ -462,5 +468,6 @@ def bsr_transposed(A: Any) -> BsrMatrix:
     transposed = bsr_zeros(src.ncol, src.nrow, block_type_for(src.scalar_type,
                                                               src.block_shape[::-1]),
                            device=src.device)
+    transposed.values.requires_grad = src.requires_grad
     bsr_set_transpose(transposed, A)
     return transposed

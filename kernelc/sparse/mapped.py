@@ -13,7 +13,7 @@ import kernelc as kc
 from kernelc.runtime.array import array
 from kernelc.runtime.device import Device
 from kernelc.sparse import kernels as K
-from kernelc.sparse.matrix import BsrMatrix, host_active_blocks, scalar_view
+from kernelc.sparse.matrix import BsrMatrix, host_active_blocks, scalar_view, zero_values
 from kernelc.sparse.padded import int_array
 
 
@@ -35,7 +35,8 @@ class BsrTripletMap:
         self.triplet_count = 0
         self._device = kc.get_device(device)
         self._capacity = int(capacity)
-        self._block_ends = self._indices = self._triplet_blocks = self._slots = None
+        self._block_ends = self._triplet_indices = self._triplet_blocks = self._slots = None
+        self._storage: dict[str, array] = {}  # capacity-sized arrays the maps are views of
         self._dest_key: tuple | None = None
 
     @property
@@ -57,11 +58,23 @@ class BsrTripletMap:
         blocks = np.full(self.triplet_count, -1, np.int64)
         blocks[order] = np.repeat(np.arange(len(block_ends)),
                                   np.diff(np.concatenate([[0], block_ends])))
-        self._block_ends = int_array(block_ends, self._device)
-        self._indices = int_array(order, self._device)
-        self._triplet_blocks = int_array(blocks, self._device)
-        self._slots = int_array(np.arange(len(block_ends)), self._device)
+        self._block_ends = self._stored("block_ends", block_ends)
+        self._triplet_indices = self._stored("triplet_indices", order)
+        self._triplet_blocks = self._stored("triplet_blocks", blocks)
+        self._slots = self._stored("slots", np.arange(len(block_ends)))
         self._dest_key = _topology_key(dest)
+
+    def _stored(self, name: str, values: np.ndarray) -> array:
+        """`values` in the map's storage for `name` (reused while the capacity suffices,
+        so that a preallocated map keeps its memory), as a view of their length."""
+        storage = self._storage.get(name)
+        if storage is None or storage.shape[0] < len(values):
+            storage = kc.empty(max(self._capacity, len(values)), dtype=kc.int32,
+                               device=self._device)
+            self._storage[name] = storage
+        if len(values):
+            kc.copy(storage, int_array(values, self._device), count=len(values))
+        return storage[: len(values)]
 
     def validate(self, dest: BsrMatrix) -> None:
         """Raises ValueError if dest's size or topology arrays are not those the map was
@@ -110,7 +123,7 @@ def set_masked_from_triplets(dest: BsrMatrix, rows: np.ndarray, cols: np.ndarray
                              values: array | None) -> None:
     """dest's values become the sums of the triplets at its own blocks; other triplets are
     dropped and dest's topology is kept. Triplets are added in input order, to zero."""
-    dest.values.zero_()
+    zero_values(dest.values)
     if values is None or len(rows) == 0:
         return
     active_rows, active_cols, slots = host_active_blocks(dest)
@@ -182,10 +195,13 @@ def bsr_set_from_mapped_values(dest: BsrMatrix, mapping: BsrTripletMap, values: 
         if block_count:
             kc.launch(K.sum_blocks_kernel, dim=(block_count, *dest.block_shape),
                       device=dest.device,
-                      inputs=[mapping._block_ends, mapping._indices, values_3d, mapping._slots,
+                      inputs=[mapping._block_ends, mapping._triplet_indices, values_3d, mapping._slots,
                               dest.scalar_values, dest.scalar_type(0), 0])
         return
-    dest.values.zero_()
+    # Only the mapped blocks are cleared: slots past them (spare capacity) keep their values.
+    block_count = mapping._block_ends.shape[0]
+    if block_count:
+        zero_values(dest.values[:block_count])
     if mapping.triplet_count:
         kc.launch(K.atomic_add_blocks_kernel, dim=(mapping.triplet_count, *dest.block_shape),
                   device=dest.device,

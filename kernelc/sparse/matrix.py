@@ -56,7 +56,25 @@ def scalar_view(arr: array, scalar: T.ScalarType, shape: tuple[int, ...]) -> arr
     view = array(ptr=arr.ptr, dtype=scalar, shape=shape, device=arr.device,
                  capacity=max(arr.capacity, 1))
     view._sparse_owner = arr  # keeps the memory alive as long as the view
+    if arr.grad is not None:
+        # The same view of the gradient, so that kernels reading or writing the view are
+        # differentiated into `arr.grad` (kc.Tape).
+        view.grad = scalar_view(arr.grad, scalar, shape)
     return view
+
+
+def zero_values(arr: array) -> None:
+    """`arr.zero_()`, differentiably: while a `kc.Tape` records and `arr` has a grad, the
+    backward pass zeroes that grad at this point (the overwritten values get no gradient,
+    and later writes into `arr`, such as atomic additions, do not consume it)."""
+    arr.zero_()
+    if arr.grad is None:
+        return
+    from kernelc.runtime.array_grad import active_tape
+
+    tape = active_tape()
+    if tape is not None:
+        tape.record_func(arr.grad.zero_, [arr])
 
 
 class BsrMatrix:
@@ -137,8 +155,9 @@ class BsrMatrix:
 
     @property
     def requires_grad(self) -> bool:
-        """Always False: kernelc's sparse operations are not differentiated."""
-        return False
+        """Whether the block values track gradients (`values.requires_grad`): operations
+        whose values are computed by kernels are then recorded by an active `kc.Tape`."""
+        return self.values.requires_grad
 
     @property
     def scalar_values(self) -> array:
@@ -150,6 +169,15 @@ class BsrMatrix:
         """Reads `offsets[nrow]` back from the device into `nnz` and returns it."""
         self.nnz = int(self.offsets.numpy()[self.nrow])
         return self.nnz
+
+    def copy_nnz_async(self) -> None:
+        """Deprecated (as in Warp): `nnz` is always current in kernelc, whose topologies are
+        computed on the host, so there is no transfer to start. Warns with a
+        DeprecationWarning; call `nnz_sync()` instead."""
+        from kernelc.logger import log_warning
+
+        log_warning("BsrMatrix.copy_nnz_async() is deprecated; call nnz_sync() to read the "
+                    "block count", DeprecationWarning, stacklevel=2)
 
     def notify_nnz_changed(self, nnz: int | None = None, nnz_capacity: int | None = None) -> None:
         """Tells the matrix that `offsets` was changed outside `kernelc.sparse`.
@@ -306,7 +334,8 @@ class BsrScalingExpression:
     shape = property(lambda self: self.mat.shape, doc="Shape in scalars.")
     dtype = property(lambda self: self.mat.dtype, doc="Type of one block.")
     device = property(lambda self: self.mat.device, doc="Device of the arrays.")
-    requires_grad = property(lambda self: False, doc="Always False.")
+    requires_grad = property(lambda self: self.mat.requires_grad,
+                             doc="Whether the values track gradients.")
 
     def __add__(self, y: Any) -> BsrMatrix:
         from kernelc.sparse.ops import bsr_axpy, bsr_copy
@@ -372,7 +401,8 @@ def ensure_fits(A: BsrMatrix, nnz: int, keep: bool = False) -> None:
             kc.copy(columns, A.columns, count=A.columns.shape[0])
         A.columns = columns
     if A.values.shape[0] < nnz:
-        values = kc.empty(nnz, dtype=A.values.dtype, device=A.device)
+        values = kc.empty(nnz, dtype=A.values.dtype, device=A.device,
+                          requires_grad=A.values.requires_grad)
         if keep and A.values.shape[0]:
             kc.copy(values, A.values, count=A.values.shape[0])
         A.values = values

@@ -21,6 +21,7 @@ from kernelc.sparse.matrix import (
     matrix_and_scale,
     scalar_view,
     set_topology,
+    zero_values,
 )
 from kernelc.sparse.padded import (
     check_topology,
@@ -63,6 +64,7 @@ def bsr_copy(A: Any, scalar_type: Any = None, block_shape: tuple[int, int] | Non
     scalar = src.scalar_type if scalar_type is None else T.as_type(scalar_type)
     copy = bsr_zeros(src.nrow, src.ncol, block_type_for(scalar, src.block_shape),
                      device=src.device)
+    copy.values.requires_grad = src.requires_grad
     rows, cols = host_rows_columns(src)
     set_topology(copy, src.offsets.numpy()[: src.nrow + 1], cols)
     if copy.nnz and not structure_only:
@@ -77,6 +79,7 @@ def bsr_copy(A: Any, scalar_type: Any = None, block_shape: tuple[int, int] | Non
             bsr_scale(copy, scale)
     if topology == "padded":
         padded = bsr_zeros(copy.nrow, copy.ncol, copy.values.dtype, device=copy.device)
+        padded.values.requires_grad = copy.requires_grad
         same_rows = padded_src.row_counts is not None and padded_src.nrow == copy.nrow
         capacity_from = padded_src if same_rows else copy
         set_zero_topology(padded, "padded", int_array(
@@ -96,7 +99,7 @@ def bsr_scale(x: Any, alpha: Any) -> BsrMatrix:
     alpha = alpha * scale
     if alpha != 1.0 and x.nnz > 0:
         if alpha == 0.0:
-            x.values.zero_()
+            zero_values(x.values)
         else:
             kc.launch(K.scale_kernel, dim=(x.nnz, *x.block_shape), device=x.device,
                       inputs=[x.scalar_type(alpha), x.scalar_values])
@@ -118,7 +121,8 @@ def bsr_get_diag(A: Any, out: array | None = None) -> array:
     A = compacted(A)
     dim = min(A.nrow, A.ncol)
     if out is None:
-        out = kc.zeros(dim, dtype=A.values.dtype, device=A.device)
+        out = kc.zeros(dim, dtype=A.values.dtype, device=A.device,
+                       requires_grad=A.requires_grad)
     else:
         if out.dtype != A.values.dtype:
             raise ValueError(f"Output array must have type {A.values.dtype!r}, got {out.dtype!r}")
@@ -127,7 +131,7 @@ def bsr_get_diag(A: Any, out: array | None = None) -> array:
         if out.shape[0] < dim:
             raise ValueError(f"Output array must be of length at least {dim}, got "
                              f"{out.shape[0]}")
-        out.zero_()
+        zero_values(out)
     if dim:
         kc.launch(K.get_diag_kernel, dim=(dim, *A.block_shape), device=A.device,
                   inputs=[A.scalar_type(scale), A.offsets, A.columns, A.scalar_values,
@@ -208,6 +212,7 @@ def _axpy_compact(x: Any, y: BsrMatrix | None, alpha: Any, beta: Any) -> BsrMatr
     alpha = alpha * x_scale
     if y is None:
         y = bsr_zeros(x.nrow, x.ncol, x.values.dtype, device=x.device)
+        y.values.requires_grad = x.requires_grad
         beta = 0.0
     _check_same_kind(x, y)
     if beta == 0.0 or y.nnz == 0:
@@ -222,11 +227,12 @@ def _axpy_compact(x: Any, y: BsrMatrix | None, alpha: Any, beta: Any) -> BsrMatr
     rows = np.concatenate([y_rows, x_rows])
     cols = np.concatenate([y_cols, x_cols])
     old_nnz = y.nnz
-    old_values = kc.empty(old_nnz, dtype=y.values.dtype, device=y.device)
+    old_values = kc.empty(old_nnz, dtype=y.values.dtype, device=y.device,
+                          requires_grad=y.requires_grad)
     kc.copy(old_values, y.values, count=old_nnz)
     offsets, columns, _, _ = triplet_topology(y.nrow, y.ncol, rows, cols)
     set_topology(y, offsets, columns)
-    y.values.zero_()
+    zero_values(y.values)
     device_rows = kc.array(rows, dtype=kc.int32, device=y.device)
     device_cols = kc.array(cols, dtype=kc.int32, device=y.device)
     _add_blocks(y, 0, beta, device_rows, device_cols, old_values, old_nnz)
@@ -289,7 +295,8 @@ def bsr_mv(A: Any, x: array, y: array | None = None, alpha: Any = 1.0, beta: Any
         raise TypeError(f"bsr_mv: 'x' must be a kc.array, got {type(x).__name__}")
     if y is None:
         dtype = scalar if block_shape[0] == 1 else kc.types.vector(block_shape[0], scalar)
-        y = kc.empty(nrow, dtype=dtype, device=A.device)
+        y = kc.empty(nrow, dtype=dtype, device=A.device,
+                     requires_grad=x.requires_grad or A.requires_grad)
         beta = 0.0
     if A.device != x.device or A.device != y.device:
         raise ValueError(f"A, x, and y must reside on the same device, got {A.device}, "
@@ -312,7 +319,7 @@ def bsr_mv(A: Any, x: array, y: array | None = None, alpha: Any = 1.0, beta: Any
                               y_view, zero])
         return y
     if beta == 0.0:
-        y.zero_()
+        zero_values(y)
     elif beta != 1.0 and y_view.shape[0]:
         kc.launch(K.scale_1d_kernel, dim=y_view.shape[0], device=A.device,
                   inputs=[beta, y_view])
@@ -376,8 +383,8 @@ def bsr_mm(x: Any, y: Any, z: BsrMatrix | None = None, alpha: Any = 1.0,
             topology is recomputed, with the same result.
         tile_size: Accepted for Warp compatibility; no effect.
         max_new_nnz: At most this many product blocks (z's own not counted): beyond it, a
-            warning saying the bound was exceeded, and only the first ones (in row, column
-            order) are kept.
+            line on stdout says the bound was exceeded, and only the first ones (in row,
+            column order) are kept.
         topology: `"compact"` (default), `"padded"` (the result is written into z's row
             capacity) or `"masked"` (z keeps its blocks; the product's others are
             dropped).
@@ -413,6 +420,7 @@ def _mm_compact(x: Any, y: Any, z: BsrMatrix | None, alpha: Any, beta: Any,
         z = bsr_zeros(x.nrow, y.ncol, block_type_for(x.scalar_type, (x.block_shape[0],
                                                                      y.block_shape[1])),
                       device=x.device)
+        z.values.requires_grad = x.requires_grad or y.requires_grad
         beta = 0.0
     if not (x.device == y.device == z.device):
         raise ValueError(f"All arguments must reside on the same device, got {x.device}, "
@@ -438,12 +446,13 @@ def _mm_compact(x: Any, y: Any, z: BsrMatrix | None, alpha: Any, beta: Any,
     z_rows, z_cols = host_rows_columns(z)
     rows = np.concatenate([z_rows[:copied], mm_rows]).astype(np.int32)
     cols = np.concatenate([z_cols[:copied], mm_cols]).astype(np.int32)
-    old_values = kc.empty(copied, dtype=z.values.dtype, device=z.device)
+    old_values = kc.empty(copied, dtype=z.values.dtype, device=z.device,
+                          requires_grad=z.requires_grad)
     if copied:
         kc.copy(old_values, z.values, count=copied)
     offsets, columns, _, _ = triplet_topology(z.nrow, z.ncol, rows, cols)
     set_topology(z, offsets, columns)
-    z.values.zero_()
+    zero_values(z.values)
     _add_blocks(z, 0, beta, kc.array(rows, dtype=kc.int32, device=z.device),
                 kc.array(cols, dtype=kc.int32, device=z.device), old_values, copied)
     if z.nnz:
@@ -456,14 +465,15 @@ def _mm_compact(x: Any, y: Any, z: BsrMatrix | None, alpha: Any, beta: Any,
 
 def _limit_new_blocks(nrow: int, ncol: int, rows: np.ndarray, cols: np.ndarray,
                       max_new_nnz: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first `max_new_nnz` distinct product blocks (with a warning if there are more)."""
+    """The first `max_new_nnz` distinct product blocks (with a message on stdout if there
+    are more)."""
     keys = np.unique(rows.astype(np.int64) * max(ncol, 1) + cols)
     if len(keys) <= max_new_nnz:
         return rows, cols
-    from kernelc.runtime.array_access import warn_user
-
-    warn_user(f"bsr_mm: the product has {len(keys)} blocks, max_new_nnz ({max_new_nnz}) "
-              f"exceeded; the last ones are dropped")
+    # Printed to stdout, not warned: Warp reports this from its kernel with printf, so
+    # programs (and their tests) see it there.
+    print(f"bsr_mm: the product has {len(keys)} potential blocks, max_new_nnz "
+          f"({max_new_nnz}) exceeded; the last ones are dropped", flush=True)
     keys = keys[: max(int(max_new_nnz), 0)]
     return (keys // max(ncol, 1)).astype(np.int32), (keys % max(ncol, 1)).astype(np.int32)
 

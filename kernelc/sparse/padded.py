@@ -68,6 +68,7 @@ def compacted(A: BsrMatrix) -> BsrMatrix:
         return A
     rows, cols, slots = host_active_blocks(A)
     compact = BsrMatrix(A.nrow, A.ncol, A.values.dtype, device=A.device)
+    compact.values.requires_grad = A.requires_grad
     counts = np.bincount(rows, minlength=A.nrow) if A.nrow else np.zeros(0, np.int64)
     set_topology(compact, np.concatenate([[0], np.cumsum(counts)]), cols)
     move_blocks(A, slots, compact, np.arange(len(slots)))

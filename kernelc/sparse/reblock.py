@@ -14,10 +14,16 @@ import numpy as np
 import kernelc as kc
 from kernelc.sparse.build import bsr_zeros, triplet_topology
 from kernelc.sparse.kernels import bsr_block_index
-from kernelc.sparse.matrix import BsrMatrix, block_type_for, host_rows_columns, set_topology
+from kernelc.sparse.matrix import (
+    BsrMatrix,
+    block_type_for,
+    host_rows_columns,
+    set_topology,
+    zero_values,
+)
 
 
-@kc.kernel(enable_backward=False)
+@kc.kernel
 def _copy_subblocks_kernel(scale: Any, src_rows: kc.array(dtype=int),
                            src_cols: kc.array(dtype=int), src_sub: kc.vec2i,
                            dest_sub: kc.vec2i, src: kc.array3d(dtype=Any),
@@ -70,6 +76,7 @@ def reblocked_copy(src: BsrMatrix, scale: Any, block_shape: tuple[int, int]) -> 
                          f"the source matrix of total size {src.shape}")
     dest = bsr_zeros(nrow, ncol, block_type_for(src.scalar_type, tuple(block_shape)),
                      device=src.device)
+    dest.values.requires_grad = src.requires_grad
     rows, cols = host_rows_columns(src)
     sub_r = np.arange(src_subrows)
     sub_c = np.arange(src_subcols)
@@ -81,7 +88,7 @@ def reblocked_copy(src: BsrMatrix, scale: Any, block_shape: tuple[int, int]) -> 
                                               all_cols.astype(np.int32))
     set_topology(dest, offsets, columns)
     if dest.nnz:
-        dest.values.zero_()
+        zero_values(dest.values)
         device = src.device
         kc.launch(_copy_subblocks_kernel, dim=(src.nnz, src_subrows, src_subcols), device=device,
                   inputs=[src.scalar_type(scale), kc.array(rows, dtype=kc.int32, device=device),
