@@ -117,6 +117,7 @@ def test_host_calls_raise():
     ("v = kc.vec2(); a[0] = float(kc.address_of(v[k]))", "needs a constant index"),
     ("m = kc.mat22(); a[0] = float(kc.address_of(m[1]))", "matrix row"),
     ("v = kc.vec2(); a[0] = float(kc.address_of(v.z))", "cannot address 'v.z'"),
+    ("x = 1.0; a[0] = float(kc.address_of(x))", r"'x' is a constant local .* x = kc\.float32"),
 ])
 def test_what_has_no_address_is_refused(tmp_path, body, message):
     k = kernel_in_file(tmp_path, "bad_address", "a: kc.array(dtype=float), k: int", body,
@@ -129,3 +130,12 @@ def test_what_has_no_address_is_refused(tmp_path, body, message):
 def test_nvrtc_compiles_addresses():
     pytest.importorskip("cuda.bindings.nvrtc")
     assert kc.compile(write_through, target="cuda", arch=80).binary
+
+
+def test_constant_local_fix_is_spelled_with_the_import_alias(tmp_path):
+    # a ported program imports kernelc as wp: the suggested declaration reads as its code
+    k = kernel_in_file(tmp_path, "alias_address", "a: kc.array(dtype=kc.uint64)",
+                       "n = 0; a[0] = wp.address_of(n)", "import kernelc as wp")
+    with pytest.raises(kc.WarpCodegenError, match=r"write n = wp\.int32\(0\)\n") as err:
+        kc.launch(k, 1, [kc.zeros(1, dtype=kc.uint64)])
+    assert "alias_address.py:7:" in str(err.value)

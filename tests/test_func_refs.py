@@ -212,6 +212,9 @@ def test_ref_annotation():
     ("add_to(kc.vec3(1.0, 2.0, 3.0).x, 1.0)", "temporary value"),
     ("v = kc.vec3(1.0, 2.0, 3.0); scale_any(v[0:2], 2.0)", "cannot take a slice"),
     ("add_to(LIMIT, 1.0)", "'LIMIT' is a constant"),
+    # Warp's constant locals: a name only ever assigned a literal has no storage
+    ("x = 1.0; add_to(x, 1.0)", r"'x' is a constant local .* write x = kc\.float32\(1\.0\)"),
+    ("n = 0; increment(n)", r"'n' is a constant local .* write n = kc\.int32\(0\)"),
 ])
 def test_arguments_that_are_not_storage_are_rejected(tmp_path, body, message):
     k = kernel_in_file(tmp_path, "bad_ref", "a: kc.array(dtype=float)", body,
@@ -221,6 +224,16 @@ def test_arguments_that_are_not_storage_are_rejected(tmp_path, body, message):
         kc.launch(k, 1, [kc.zeros(2, dtype=float)])
     text = str(err.value)
     assert "bad_ref.py:8:" in text and "^" in text
+
+
+def test_reassigned_literal_locals_are_variables(tmp_path):
+    # assigned twice, so a variable (in Warp too): the reference updates it
+    k = kernel_in_file(tmp_path, "ref_literal_local", "a: kc.array(dtype=kc.int32)",
+                       "n = 0; n = n + a[0]; increment(n); a[1] = n",
+                       "from tests.test_func_refs import increment")
+    a = kc.array(np.array([41, -999], np.int32))
+    kc.launch(k, 1, [a])
+    np.testing.assert_array_equal(a.numpy(), [41, 42])
 
 
 def test_kernels_take_no_references(tmp_path):

@@ -147,6 +147,15 @@ def test_host_calls_take_function_arguments():
     with pytest.raises(kc.WarpCodegenTypeError, match="must be a @kc.func or a builtin"):
         apply(lambda v: v, 3.0)
 
+    def plain(v):
+        return v
+
+    # Warp's class (a RuntimeError) and wording, then the reason
+    with pytest.raises(RuntimeError, match=r"^Error calling function 'apply', no overload "
+                                           r"found for arguments \(<function .*plain.*, "
+                                           r"3\.0\): argument 'g' must be a @kc.func"):
+        apply(plain, 3.0)
+
 
 @pytest.mark.parametrize("body, message", [
     ("a[0] = apply(kc.printf, 0.5)", "unsupported built-in function 'printf'"),
@@ -162,6 +171,25 @@ def test_bad_function_arguments(tmp_path, body, message):
     with pytest.raises(kc.KernelError, match=message) as err:
         kc.launch(k, 1, [kc.zeros(2, dtype=float)])
     assert "bad_function_arg.py:7:" in str(err.value) and "^" in str(err.value)
+
+
+@kc.func
+def apply_as_int(g: kc.Function, x: float) -> int:
+    return g(x)  # g returns a float: not what the annotation says
+
+
+def test_return_annotation_mismatch_is_reported(tmp_path):
+    k = kernel_in_file(tmp_path, "bad_return_annotation", "a: kc.array(dtype=float)",
+                       "a[0] = float(apply_as_int(double_it, 2.0))",
+                       "from tests.test_func_values import apply_as_int, double_it")
+    out = poisoned(1, np.float32)
+    with pytest.raises(kc.WarpCodegenError, match=r"The function `apply_as_int` has its "
+                                                  r"return type annotated as `int` but the "
+                                                  r"code returns a value of type `float32`\.") \
+            as err:
+        kc.launch(k, 1, [out])
+    assert "test_func_values.py:" in str(err.value) and "^" in str(err.value)
+    assert np.isnan(out.numpy()[0])
 
 
 @kc.func

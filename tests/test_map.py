@@ -11,7 +11,7 @@ import pytest
 import kernelc as kc
 from kernelc.utils.map_kernel import map_cache
 from tests import map_programs
-from tests.conftest import poisoned, run_warp
+from tests.conftest import nonzero, poisoned, run_warp
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALE = 2.0  # a module-level constant read by a lambda (see test_module_constants_are_keys)
@@ -295,8 +295,8 @@ def _nothing(x: float):
 
 def test_call_errors():
     a = kc.array([1.0, 2.0], dtype=kc.float32)
-    with pytest.raises(kc.KernelError, match=r"_scaled does not accept arguments of types "
-                                             r"\(vec3, float32\)"):
+    with pytest.raises(kc.KernelError, match=r"^Function _scaled does not support the "
+                                             r"provided argument types vec3, float32: "):
         kc.map(_scaled, kc.array(np.ones((2, 3), np.float32), dtype=kc.vec3), 1.0)
     with pytest.raises(TypeError, match=r"^Number of input arguments \(1\) does not match "
                                         r"expected number of function arguments \(2\)$"):
@@ -338,3 +338,35 @@ def test_shape_and_output_errors():
         kc.map(lambda x: (x, x), a, out=[kc.zeros(3)])
     with pytest.raises(TypeError, match="must be a kc.array"):
         kc.map(lambda x: x, a, out=np.zeros(3, np.float32))
+
+
+def test_indexed_array_inputs_and_outputs():
+    rng = np.random.default_rng(7)
+    data_np = nonzero(rng, 12, np.float32).reshape(4, 3)
+    data = kc.array(data_np, dtype=kc.float32)
+    rows = kc.array([3, 0, 2], dtype=kc.int32)
+    view = kc.indexedarray2d(data, [rows])
+    b_np = nonzero(rng, 3, np.float32)
+    b = kc.array(b_np, dtype=kc.float32)
+    expected = data_np[[3, 0, 2]] * 2.0 - b_np  # (3, 3) with (3,) broadcast
+    # into a new array
+    result = kc.map(lambda x, y: x * 2.0 - y, view, b)
+    assert isinstance(result, kc.array) and result.shape == (3, 3)
+    np.testing.assert_allclose(result.numpy(), expected, rtol=1e-6)
+    # into a given (poisoned) array, and into an indexed view of another one
+    out = poisoned((3, 3), np.float32)
+    kc.map(lambda x, y: x * 2.0 - y, view, b, out=out)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+    target_np = np.full((5, 3), -999.0, np.float32)
+    target = kc.array(target_np, dtype=kc.float32)
+    target_view = kc.indexedarray2d(target, [kc.array([4, 1, 0], dtype=kc.int32)])
+    assert kc.map(lambda x, y: x * 2.0 - y, view, b, out=target_view) is target_view
+    target_np[[4, 1, 0]] = expected
+    np.testing.assert_allclose(target.numpy(), target_np, rtol=1e-6)
+    # in place: the view is read and written by the same thread
+    kc.map(lambda x: x + 1.0, view, out=view)
+    data_np[[3, 0, 2]] += 1.0
+    np.testing.assert_allclose(data.numpy(), data_np, rtol=1e-6)
+    with pytest.raises(TypeError, match=r"^Output array dtype float32 does not match "
+                                        r"expected dtype int32$"):
+        kc.map(lambda x: int(x), view, out=view)

@@ -16,6 +16,7 @@ from kernelc import types as T
 from kernelc.errors import KernelError
 from kernelc.frontend.builder import Val
 from kernelc.frontend.lower_expr import ArrayView
+from kernelc.frontend.refs import refuse_constant_local
 from kernelc.frontend.special import special
 from kernelc.ir import nodes as ir
 from kernelc.ir.nodes import OpCode
@@ -51,7 +52,9 @@ def _lower(lowerer: Any, node: ast.Call) -> Val:
                           f"'{ast.unparse(target)}'")
     b = lowerer.b
     bound = lowerer.names.get(root.id)
-    if isinstance(bound, ir.Slot):  # (a literal passed to a call is a typed variable)
+    if isinstance(bound, ir.Slot):
+        if not chain:  # `x = 0` only: Warp's constant local, which has no storage
+            refuse_constant_local(lowerer, root.id, "address_of() needs a variable")
         path = _path(lowerer, bound.type, chain)
         if not path and not _addressable(bound.type):
             raise KernelError(f"address_of() of a {bound.type!r} variable is not supported "

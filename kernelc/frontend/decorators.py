@@ -136,8 +136,10 @@ class Func(_SourceMixin):
         for name, value in bound.items():
             if is_function_class(self.annotations.get(name)) and \
                     not isinstance(value, (Func, Builtin)):
-                raise WarpCodegenTypeError(
-                    f"func '{self.__name__}': argument '{name}' must be a @kc.func or a "
+                given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+                raise WarpCodegenTypeError(  # Warp's wording first, then the reason
+                    f"Error calling function '{self.__name__}', no overload found for "
+                    f"arguments ({given}): argument '{name}' must be a @kc.func or a "
                     f"builtin, got {type(value).__name__}")
 
     def add_variant(self, other: Func) -> None:

@@ -312,9 +312,19 @@ class StmtLowering:
         out = []
         for v, t in zip(vals, self.return_types):
             if v.type != t and not v.weak:
-                raise KernelError(f"returns {v.type!r} here but {t!r} elsewhere")
+                raise KernelError(self.return_mismatch(v.type, t))
             out.append(self.coerce(v, t).value)
         self.b.append(ir.Return(self.b.loc, (*out, *self.ref_values())))
+
+    def return_mismatch(self, got: T.Type, expected: T.Type) -> str:
+        """Why a returned `got` is refused: against the return annotation in Warp's
+        words, else against an earlier `return`."""
+        annotation = self.source.tree.returns
+        if annotation is None or isinstance(annotation, ast.Tuple):
+            return f"returns {got!r} here but {expected!r} elsewhere"
+        written = ast.unparse(annotation) if isinstance(annotation, ast.Name) else repr(expected)
+        return (f"The function `{self.source.tree.name}` has its return type annotated as "
+                f"`{written}` but the code returns a value of type `{got!r}`.")
 
     def returned_value(self, v: Any, k: int, node: ast.Return) -> Val:
         """The `k`-th returned value; a local array is returned by value, as a fixedarray."""

@@ -85,10 +85,36 @@ class RefTargets:
         bound = lowerer.names.get(root.id)
         if root is node and not isinstance(bound, ir.Slot):
             raise KernelError(f"{what} needs a variable, but '{root.id}' is a constant")
+        if root is node:
+            refuse_constant_local(lowerer, root.id, f"{what} needs a variable")
 
     def write_back(self, node: ast.expr, value: ir.Value) -> None:
         """Stores a reference's final value into the expression the caller passed."""
         self.lowerer.assign(node, Val(value), node)
+
+
+def refuse_constant_local(lowerer: Any, name: str, what: str) -> None:
+    """Raises if local `name` is a constant local: assigned a literal (`x = 0`) and nothing
+    else, which Warp folds into a constant, so neither a reference nor an address can be
+    taken (its message suggests the typed spelling that makes it a variable)."""
+    literal = lowerer.first_literals.get(name)
+    if literal is None or name not in lowerer.assigned_once:
+        return
+    value, t = literal
+    spelling = f"{_kernelc_alias(lowerer)}.{t!r}({value!r})"
+    raise KernelError(f"{what}, but '{name}' is a constant local (it is only ever assigned a "
+                      f"literal); to declare a variable, write {name} = {spelling}")
+
+
+def _kernelc_alias(lowerer: Any) -> str:
+    """The name the function's module imported kernelc under (`kc`, or `wp` in a ported
+    Warp program), so that a suggested fix reads as the user's code does."""
+    import kernelc
+
+    aliases = [name for name, value in lowerer.source.globals.items() if value is kernelc]
+    used = {n.id for stmt in lowerer.source.tree.body for n in ast.walk(stmt)
+            if isinstance(n, ast.Name)}
+    return next((a for a in aliases if a in used), aliases[0] if aliases else "kc")
 
 
 def _index_nodes(node: ast.Subscript) -> list[ast.expr]:

@@ -16,12 +16,14 @@ import numpy as np
 from kernelc import types as T
 from kernelc.frontend.decorators import Kernel
 from kernelc.runtime.array import array
+from kernelc.runtime.indexedarray import indexedarray
 from kernelc.types_query import type_repr
 from kernelc.utils.map_func import map_target
 from kernelc.utils.map_kernel import InputKind, map_cache, map_kernel, result_types
 
 
-def map(func: Callable, *inputs: Any, out: array | Sequence[array] | None = None,
+def map(func: Callable, *inputs: Any,
+        out: array | indexedarray | Sequence[array | indexedarray] | None = None,
         return_kernel: bool = False, block_dim: int | None = None,
         device: Any = None) -> array | list[array] | Kernel:
     """Applies `func` to the elements of one or more arrays, in a kernel.
@@ -40,8 +42,8 @@ def map(func: Callable, *inputs: Any, out: array | Sequence[array] | None = None
 
     Args:
         func: A `@kc.func` (generic ones too), a builtin such as `kc.clamp`, or a Python function or lambda (compiled as kernel code, its parameters generic).
-        *inputs: One argument of `func` each; at least one is a `kc.array`.
-        out: The output array, or a list of them when `func` returns several values; by default new arrays of the broadcast shape and `func`'s result types.
+        *inputs: One argument of `func` each; at least one is a `kc.array` or a `kc.indexedarray`.
+        out: The output array (a `kc.array` or `kc.indexedarray`), or a list of them when `func` returns several values; by default new arrays of the broadcast shape and `func`'s result types.
         return_kernel: Return the generated kernel instead of running it.
         block_dim: Threads per block on CUDA devices (as in `kc.launch`).
         device: Where to run; by default the device of the first array input.
@@ -56,21 +58,24 @@ def map(func: Callable, *inputs: Any, out: array | Sequence[array] | None = None
     """
     cache = map_cache()
     target = map_target(func, len(inputs), cache.funcs)
-    arrays = [x for x in inputs if isinstance(x, array)]
+    arrays = [x for x in inputs if _is_array(x)]
     if not arrays:
         raise ValueError("map requires at least one kc.array input")
     shape = broadcast_shapes([a.shape for a in arrays])
     arg_types = tuple(_element_type(x, target.arg_names[i]) for i, x in enumerate(inputs))
     results = result_types(target, arg_types, cache)
     kinds: tuple[InputKind, ...] = tuple(
-        (x.ndim, tuple(d == 1 for d in x.shape)) if isinstance(x, array) else None
-        for x in inputs)
-    kernel = map_kernel(target, arg_types, kinds, results, len(shape), cache)
-    if return_kernel:
-        return kernel
+        (x.ndim, tuple(d == 1 for d in x.shape), isinstance(x, indexedarray))
+        if _is_array(x) else None for x in inputs)
     if device is None:
         device = arrays[0].device
-    outputs = _outputs(out, results, shape, device, arrays)
+    outputs = None if return_kernel and out is None else \
+        _outputs(out, results, shape, device, arrays)
+    out_indexed = None if outputs is None else \
+        tuple(isinstance(o, indexedarray) for o in outputs)
+    kernel = map_kernel(target, arg_types, kinds, results, len(shape), cache, out_indexed)
+    if return_kernel:
+        return kernel
     from kernelc.runtime.launch import launch
 
     launch(kernel, dim=shape, inputs=list(inputs), outputs=outputs, device=device,
@@ -102,10 +107,17 @@ def broadcast_shapes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     return result
 
 
+def _is_array(value: Any) -> bool:
+    """A kc.array, or a kc.indexedarray with data (not a type-only annotation)."""
+    if isinstance(value, indexedarray):
+        return value.data is not None
+    return isinstance(value, array)
+
+
 def _element_type(value: Any, name: str) -> T.Type:
     """What `func` receives for an input: an array's dtype, or the type a kernel argument
     of this value has (Python float: float32, int: int32, as in Warp)."""
-    if isinstance(value, array):
+    if _is_array(value):
         return value.dtype
     if isinstance(value, (bool, np.bool_)):
         return T.bool_
@@ -116,10 +128,8 @@ def _element_type(value: Any, name: str) -> T.Type:
     if isinstance(value, float):
         return T.float32
     kc_type = getattr(value, "_kc_type", None)
-    if isinstance(kc_type, T.IndexedArrayType):
-        raise TypeError(f"kc.map: input '{name}' is a kc.indexedarray, which kc.map does not "
-                        f"take; pass its .contiguous() copy")
-    if isinstance(kc_type, T.Type) and not isinstance(kc_type, T.ArrayType):
+    if isinstance(kc_type, T.Type) and not isinstance(kc_type, (T.ArrayType,
+                                                                 T.IndexedArrayType)):
         return kc_type
     raise TypeError(f"kc.map: input '{name}' is a {type(value).__name__}; inputs are "
                     f"kc.arrays or kernelc values (numbers, vectors, matrices, quaternions, "
@@ -145,8 +155,9 @@ def _outputs(out: Any, results: tuple[T.Type, ...], shape: tuple[int, ...], devi
     for k, (o, t) in enumerate(zip(given, results)):
         # Warp's wording: "Output array" for one result, "Output array k" for several
         which = "Output array" if len(results) == 1 else f"Output array {k}"
-        if not isinstance(o, array):
-            raise TypeError(f"{which} must be a kc.array, got {type(o).__name__}")
+        if not _is_array(o):
+            raise TypeError(f"{which} must be a kc.array or kc.indexedarray, got "
+                            f"{type(o).__name__}")
         if o.dtype != t:
             raise TypeError(f"{which} dtype {type_repr(o.dtype)} does not match expected "
                             f"dtype {type_repr(t)}")

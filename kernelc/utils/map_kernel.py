@@ -26,9 +26,10 @@ from kernelc.frontend.source import Source
 from kernelc.runtime.context import get_runtime
 from kernelc.utils.map_func import MapTarget
 
-# An input's kind: None for a value passed through, (ndim, broadcast mask) for an array;
-# the mask says which dimensions have size 1 (they are read at index 0).
-InputKind = tuple[int, tuple[bool, ...]] | None
+# An input's kind: None for a value passed through, (ndim, broadcast mask, indexed) for an
+# array; the mask says which dimensions have size 1 (they are read at index 0), and
+# `indexed` that it is a kc.indexedarray (the kernel parameter's type differs).
+InputKind = tuple[int, tuple[bool, ...], bool] | None
 
 _PROBE_FILE = "<kc.map call>"
 # Names the generated code uses itself; parameter names that clash fall back to argN.
@@ -82,8 +83,9 @@ def _probe(target: MapTarget, arg_types: tuple[T.Type, ...]) -> tuple[T.Type, ..
             _lower_probe(target, arg_types, "")
         except KernelError:
             got = ", ".join(repr(t) for t in arg_types)
-            raise KernelError(f"kc.map: {target.name} does not accept arguments of types "
-                              f"({got}): {err.message}") from None
+            # Warp's wording, then what kernelc's type rules found
+            raise KernelError(f"Function {target.name} does not support the provided "
+                              f"argument types {got}: {err.message}") from None
         lowered = None
     if lowered is None or not lowered.return_types:
         raise TypeError("The provided function must return a value")
@@ -118,13 +120,16 @@ class _Probe(Func):
 # ---- the kernel --------------------------------------------------------------------------
 
 def map_kernel(target: MapTarget, arg_types: tuple[T.Type, ...], kinds: tuple[InputKind, ...],
-               results: tuple[T.Type, ...], out_ndim: int, cache: MapCache) -> Kernel:
+               results: tuple[T.Type, ...], out_ndim: int, cache: MapCache,
+               out_indexed: tuple[bool, ...] | None = None) -> Kernel:
     """The kernel mapping `target` over inputs of `arg_types` (element types) and `kinds`
-    into arrays of `results` with `out_ndim` dimensions; generated on first use."""
-    key = (target.key, arg_types, kinds, results, out_ndim)
+    into arrays of `results` with `out_ndim` dimensions (kc.indexedarrays where
+    `out_indexed` says so); generated on first use."""
+    out_indexed = out_indexed or (False,) * len(results)
+    key = (target.key, arg_types, kinds, results, out_ndim, out_indexed)
     kernel = cache.kernels.get(key)
     if kernel is None:
-        text = kernel_text(_param_names(target.arg_names, kinds), kinds, out_ndim, len(results))
+        text = kernel_text(_param_names(target.arg_names, kinds), kinds, out_ndim, out_indexed)
         path = _save(text)
         namespace: dict[str, Any] = {
             "__name__": f"kernelc.map.{_identifier(target.name)}_{len(cache.kernels)}",
@@ -138,24 +143,25 @@ def map_kernel(target: MapTarget, arg_types: tuple[T.Type, ...], kinds: tuple[In
 
 
 def kernel_text(names: Sequence[str], kinds: Sequence[InputKind], out_ndim: int,
-                outputs: int) -> str:
+                out_indexed: Sequence[bool]) -> str:
     """The source of a map kernel: thread (i, j, ...) reads element (i, j, ...) of each
     input array (index 0 along its size-1 dimensions; a shorter array lines up with the
     last dimensions), calls `map_func` and stores its results. The types are names bound
     in the kernel's globals: `type_N` of input N (its dtype for an array), `result_type_K`
     of output K; the text is the same for all types."""
+    outputs = len(out_indexed)
     tids = [f"tid_{k}" for k in range(out_ndim)]
     params, loads = [], []
     for i, (name, kind) in enumerate(zip(names, kinds)):
         if kind is None:
             params.append(f"{name}: type_{i}")
             continue
-        ndim, mask = kind
-        params.append(f"{name}_array: kc.array(dtype=type_{i}, ndim={ndim})")
+        ndim, mask, indexed = kind
+        params.append(f"{name}_array: {_array_type(indexed)}(dtype=type_{i}, ndim={ndim})")
         index = ["0" if one else tids[out_ndim - ndim + d] for d, one in enumerate(mask)]
         loads.append(f"{name} = {name}_array[{', '.join(index)}]")
-    params += [f"out_{k}: kc.array(dtype=result_type_{k}, ndim={out_ndim})"
-               for k in range(outputs)]
+    params += [f"out_{k}: {_array_type(indexed)}(dtype=result_type_{k}, ndim={out_ndim})"
+               for k, indexed in enumerate(out_indexed)]
     where = ", ".join(tids)
     call = f"map_func({', '.join(names)})"
     if outputs == 1:
@@ -176,6 +182,10 @@ def kernel_text(names: Sequence[str], kinds: Sequence[InputKind], out_ndim: int,
         *(f"    {s}" for s in loads + stores),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _array_type(indexed: bool) -> str:
+    return "kc.indexedarray" if indexed else "kc.array"
 
 
 def _param_names(arg_names: Sequence[str], kinds: Sequence[InputKind]) -> list[str]:
