@@ -248,3 +248,22 @@ def test_tiled_queries_hand_each_lane_a_result():
                     outputs=[hits], block_dim=B)
     overlap = np.all((lowers <= hi) & (uppers >= lo), axis=1)
     np.testing.assert_array_equal(hits.numpy(), overlap.astype(np.int32))
+
+
+@kc.kernel
+def show_tiles(x: kc.array(dtype=kc.int32)):
+    t = kc.tile_load(x, shape=4)
+    kc.print(t)
+    m = kc.tile_ones(shape=(2, 3), dtype=float, storage="shared") * 1.5
+    print(m)
+
+
+def test_print_of_a_tile_is_the_blocks(capfd):
+    rng = np.random.default_rng(10)
+    x_np = rng.integers(-50, 50, 4).astype(np.int32)
+    kc.launch_tiled(show_tiles, dim=1, inputs=[kc.array(x_np)], block_dim=B)
+    out = capfd.readouterr().out
+    row = " ".join(str(v) for v in x_np)
+    # once per block (not once per lane), laid out as Warp prints tiles
+    assert out.count(f"[{row}] = tile(shape=(4), storage=register)\n") == 1
+    assert "[[1.5 1.5 1.5]\n [1.5 1.5 1.5]] = tile(shape=(2,3), storage=register)\n" in out

@@ -28,7 +28,8 @@ CMPOPS = {
     ast.Eq: OpCode.EQ, ast.NotEq: OpCode.NE, ast.Lt: OpCode.LT, ast.LtE: OpCode.LE,
     ast.Gt: OpCode.GT, ast.GtE: OpCode.GE,
 }
-_CAST_NAMES = {"float": float, "int": int, "bool": bool}
+# Names Warp's kernels spell `wp.float(x)`, `wp.print(x)`, ... that its module does not have
+_CAST_NAMES = {"float": float, "int": int, "bool": bool, "print": print}
 _INT_ONLY = {OpCode.BITAND, OpCode.BITOR, OpCode.BITXOR, OpCode.SHL, OpCode.SHR}
 _PY_BUILTIN_ALIASES = {min: "min", max: "max", abs: "abs", pow: "pow", round: "round"}
 

@@ -178,6 +178,23 @@ def _print(lowerer, node: ast.Call):
     spaces. A bool's word picks the format string, so each bool is an `if`."""
     if node.keywords:
         raise KernelError("print() keyword arguments are not supported in kernels")
+    if len(node.args) == 1 and not (isinstance(node.args[0], ast.Constant)
+                                    and isinstance(node.args[0].value, str)):
+        from kernelc.frontend.tile_value import Tile
+
+        v = lowerer.visit(node.args[0])
+        if isinstance(v, Tile):
+            from kernelc.frontend.tile_print import print_tile
+
+            print_tile(lowerer, v)
+            return PyObj(None)
+        with lowerer.bound_names([v]) as (name,):  # lowered once: print it from its name
+            node = ast.copy_location(ast.Call(func=node.func, args=[name], keywords=[]), node)
+            return _print_values(lowerer, node)
+    return _print_values(lowerer, node)
+
+
+def _print_values(lowerer, node: ast.Call):
     parts = []  # format pieces, or the bools whose words go there
     args = []
     for a in node.args:

@@ -2,14 +2,16 @@
 
 kernelc runs a tile kernel with one lane per block, as Warp does on the CPU: `launch_tiled`
 appends a block dimension of 1, `tile(x)` makes a tile of shape (1,) and `untile` reads it
-back (with CPU blocks of B lanes, `ir/lanes.py`, B instead of 1). Shapes are compile-time constants; every operation becomes loops over the thread's
-local storage (see `tile_value`), so tile kernels run on both backends and differentiate
-like any other code. Outside kernels these names raise.
+back (B instead of 1 with CPU blocks of B lanes, see `ir/lanes.py`). Shapes are
+compile-time constants; every operation becomes loops over the thread's local storage (see
+`tile_value`), so tile kernels run on both backends and differentiate like any other code.
+Outside kernels these names raise.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,8 +42,14 @@ def form_table(namespace: dict[str, Any]):
 
         def register(handler):
             def lowered(lowerer, node: ast.Call):
+                args = _bind(name, names, node)
                 with lowerer.b.collective_code():  # a block's work (see ir/lanes.py)
-                    return handler(lowerer, _bind(name, names, node), node)
+                    result = handler(lowerer, args, node)
+                storage = args.get("storage")
+                if isinstance(result, Tile) and isinstance(storage, ast.Constant) \
+                        and storage.value == "shared":
+                    result = dataclasses.replace(result, storage="shared")
+                return result
 
             def stub(*args: Any, **kwargs: Any) -> Any:
                 raise RuntimeError(f"kernelc.{name}() can only be called inside a kernel")

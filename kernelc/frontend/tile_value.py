@@ -63,6 +63,7 @@ class Tile:
     strides: tuple[int, ...]
     offset: int = 0
     shift: ir.Slot | None = None
+    storage: str = "register"  # as asked for (what `print` shows); kernelc stores both alike
 
     @property
     def ndim(self) -> int:
