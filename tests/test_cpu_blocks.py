@@ -267,3 +267,23 @@ def test_print_of_a_tile_is_the_blocks(capfd):
     # once per block (not once per lane), laid out as Warp prints tiles
     assert out.count(f"[{row}] = tile(shape=(4), storage=register)\n") == 1
     assert "[[1.5 1.5 1.5]\n [1.5 1.5 1.5]] = tile(shape=(2,3), storage=register)\n" in out
+
+
+@kc.kernel
+def shift_right(a: kc.array(dtype=float), out: kc.array(dtype=float), bumped: kc.array(dtype=float)):
+    t = kc.tile_load(a, shape=B)
+    t[1:] = t[:-1]  # a tile into a view: copied once for the block, as NumPy would
+    kc.tile_store(out, t)
+    u = kc.tile_zeros(shape=B, dtype=float)
+    u[1] += 1.0  # an element updated by every lane, one after another (as in Warp)
+    kc.tile_store(bumped, u)
+
+
+def test_tile_copies_run_once_and_element_updates_once_per_lane():
+    rng = np.random.default_rng(11)
+    a_np = rng.uniform(-1.0, 1.0, B).astype(np.float32)
+    out, bumped = kc.full(B, np.nan, dtype=float), kc.full(B, np.nan, dtype=float)
+    kc.launch_tiled(shift_right, dim=1, inputs=[kc.array(a_np)], outputs=[out, bumped],
+                    block_dim=B)
+    np.testing.assert_array_equal(out.numpy(), np.concatenate([a_np[:1], a_np[:-1]]))
+    np.testing.assert_array_equal(bumped.numpy(), np.eye(B, dtype=np.float32)[1] * B)

@@ -258,6 +258,10 @@ class TileLowering:
         if isinstance(target, ast.Subscript):
             base = self.tile_target(target)
             if base is not None:
+                if isinstance(value, Tile):  # a tile into a view: the block's copy, once
+                    with self.b.collective_code():
+                        tile_subscripts.write(self, base, target, value)
+                    return None
                 tile_subscripts.write(self, base, target, value)
                 if not self.tile_element_update:
                     self.b.barrier()  # every lane's write lands before any lane reads
