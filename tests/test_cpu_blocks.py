@@ -287,3 +287,28 @@ def test_tile_copies_run_once_and_element_updates_once_per_lane():
                     block_dim=B)
     np.testing.assert_array_equal(out.numpy(), np.concatenate([a_np[:1], a_np[:-1]]))
     np.testing.assert_array_equal(bumped.numpy(), np.eye(B, dtype=np.float32)[1] * B)
+
+
+@kc.kernel
+def gather_squares(x: kc.array(dtype=float), total: kc.array(dtype=float),
+                   tripled: kc.array(dtype=float)):
+    i = kc.tid()
+    v = x[i] * x[i]
+    kc.tile_atomic_add(total, kc.tile_sum(kc.tile(v)))
+    tripled[i] = kc.untile(kc.tile(v) * 3.0)
+
+
+def test_gradients_flow_through_gathers_on_a_partial_block():
+    rng = np.random.default_rng(12)
+    n = 2 * B + 4
+    x_np = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    x = kc.array(x_np, requires_grad=True)
+    total = kc.zeros(1, dtype=float, requires_grad=True)
+    tripled = kc.full(n, np.nan, dtype=float, requires_grad=True)
+    tape = kc.Tape()
+    with tape:
+        kc.launch(gather_squares, dim=n, inputs=[x], outputs=[total, tripled], block_dim=B)
+    np.testing.assert_allclose(total.numpy(), [(x_np * x_np).sum()], rtol=1e-5)
+    np.testing.assert_allclose(tripled.numpy(), 3.0 * x_np * x_np, rtol=1e-6)
+    tape.backward(grads={total: kc.ones(1, dtype=float), tripled: kc.ones(n, dtype=float)})
+    np.testing.assert_allclose(x.grad.numpy(), 8.0 * x_np, rtol=1e-6)
