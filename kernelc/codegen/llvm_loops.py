@@ -139,13 +139,14 @@ def op_tid_at(e: Emitter, s: ir.Op):
     shape, as a scalar tid() of a wider launch gives the leading one."""
     b = e.b
     axis, _ = s.attr
-    linear = b.zext(e.v(s.args[0]), I64)
-    dims = launch_dims(e, 4)
-    stride = I64(1)
+    # 32-bit arithmetic: a launch has fewer than 2**31 threads, and 32-bit division is
+    # several times faster than 64-bit division on most x86 cores.
+    dims = [b.trunc(d, I32) for d in launch_dims(e, 4)]
+    stride = I32(1)
     for d in dims[axis + 1:]:
         stride = b.mul(stride, d)
-    index = b.udiv(linear, stride)
-    return b.trunc(index if axis == 0 else b.urem(index, dims[axis]), I32)
+    index = b.udiv(e.v(s.args[0]), stride)
+    return index if axis == 0 else b.urem(index, dims[axis])
 
 
 def op_launch_size(e: Emitter, s: ir.Op):
