@@ -37,7 +37,8 @@ class DeformedGeometry(Geometry):
             `grad_func`, or a `UniformField`.
         relative: Whether the values are displacements (added to the base positions) or
             the positions themselves.
-        build_bvh: Accepted for Warp's sake (lookups go through every cell).
+        build_bvh: Marks lookups as supported on the current device
+            (`supports_cell_lookup`); kernelc's lookups go through every cell, no BVH.
 
     Raises:
         ValueError: The field's values are not vectors of the geometry's dimension, or it
@@ -45,10 +46,14 @@ class DeformedGeometry(Geometry):
         TypeError: The field is not one of the kinds above.
     """
 
+    _lookup_needs_bvh = True
+
     def __init__(self, field: Any, relative: bool = True, build_bvh: bool = False) -> None:
         kind = field_kind(field)
         host = field.geometry
         super().__init__(host.scalar_type)
+        if build_bvh:
+            self.build_bvh()
         dtype = kc.types.as_type(field.dtype) if field.dtype is not None else None
         if dtype is not None and (not isinstance(dtype, kc.types.VectorType)
                                   or dtype.length != host.dimension):

@@ -17,6 +17,18 @@ from kernelc.fem.element import Element
 from kernelc.fem.types import coords_type, sample_type
 
 
+@kc.struct
+class SideIndexArg:
+    """Kernel argument of `Geometry.boundary_side_index`: the boundary's side indices."""
+
+    boundary_side_indices: kc.array(dtype=kc.int32)
+
+
+@kc.func
+def _boundary_side_index(args: SideIndexArg, boundary_side_index: int):
+    return args.boundary_side_indices[boundary_side_index]
+
+
 class Geometry:
     """Base class of geometries (Warp's `warp.fem.Geometry`).
 
@@ -28,6 +40,10 @@ class Geometry:
     dimension: int = 0
     CellArg: type
     SideArg: type
+    # `geo.boundary_side_index(geo.side_index_arg_value(device), i)` in a kernel: the side
+    # index of the i-th boundary side (the same struct and func on every geometry).
+    SideIndexArg = SideIndexArg
+    boundary_side_index = _boundary_side_index
 
     # Device funcs every geometry provides (args, s) -> value, or (args, index) -> index.
     CELL_FUNCS = ("cell_position", "cell_deformation_gradient",
@@ -136,17 +152,48 @@ class Geometry:
         """The `SideArg` instance for kernels."""
         raise NotImplementedError
 
+    def side_index_arg_value(self, device: Any = None) -> Any:
+        """The `SideIndexArg` instance for kernels (boundary side -> side index); on
+        grids, whose `SideIndexArg` is their `SideArg`, the side argument."""
+        if self.SideIndexArg is not SideIndexArg:
+            return self.side_arg_value(device)
+        device = kc.get_device(device)
+        cache = getattr(self, "_args", None)
+        key = ("side_index", str(device))
+        if cache is not None and key in cache:
+            return cache[key]
+        arg = SideIndexArg()
+        indices = np.ascontiguousarray(self.boundary_side_indices(), dtype=np.int32)
+        arg.boundary_side_indices = kc.array(indices, dtype=kc.int32, device=device)
+        if cache is not None:
+            cache[key] = arg
+        return arg
+
+    def fill_side_index_arg(self, args: Any, device: Any = None) -> None:
+        """Fills a `SideIndexArg` instance for `device`."""
+        value = self.side_index_arg_value(device)
+        for name in type(value).__annotations__:
+            setattr(args, name, getattr(value, name))
+
     # ---- lookups -----------------------------------------------------------------------
 
+    # Whether Warp needs a BVH for this geometry's lookups (meshes and deformed
+    # geometries); grids look cells up directly.
+    _lookup_needs_bvh: bool = False
+
     def supports_cell_lookup(self, device: Any = None) -> bool:
-        """Whether `fem.lookup` works on this geometry: always (kernelc's lookups need no
-        BVH; meshes search every cell)."""
-        return True
+        """Whether `fem.lookup` is supported on `device`, as Warp reports it: always on
+        grids; on meshes and deformed geometries once a BVH was built there
+        (`build_bvh=True` or `build_bvh()`). kernelc's mesh lookups search every cell and
+        work without one; only this flag follows Warp's."""
+        if not self._lookup_needs_bvh:
+            return True
+        return kc.get_device(device).alias in self.__dict__.get("_bvh_devices", ())
 
     def build_bvh(self, device: Any = None) -> None:
-        """Warp builds a BVH here for its mesh lookups; kernelc's lookups search every cell
-        and need none, so only the device is checked."""
-        kc.get_device(device)
+        """Marks cell lookups as supported on `device` (None: the current device). Warp
+        builds a BVH here; kernelc's lookups search every cell and need none."""
+        self.__dict__.setdefault("_bvh_devices", set()).add(kc.get_device(device).alias)
 
     def update_bvh(self, device: Any = None) -> None:
         """As `build_bvh`: nothing to refit."""
@@ -174,3 +221,13 @@ def check_environment_count(env_count: Any) -> int:
     if count < 1:
         raise ValueError("Environment count must be at least one")
     return count
+
+
+def __getattr__(name: str) -> Any:
+    # `fem.geometry.DeformedGeometry`, Warp's spelling; imported late because the deformed
+    # geometry module builds on this one.
+    if name == "DeformedGeometry":
+        from kernelc.fem.deformed import DeformedGeometry
+
+        return DeformedGeometry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

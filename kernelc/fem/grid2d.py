@@ -55,6 +55,8 @@ class Grid2D(Geometry):
         self.cell_size = vec2(float(extents[0]) / self._res[0], float(extents[1]) / self._res[1])
         funcs = _grid2d_funcs(scalar_type)
         self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
+        # Boundary sides are computed from the side argument, as in Warp.
+        self.SideIndexArg = self.SideArg
         for name in self.CELL_FUNCS + self.SIDE_FUNCS + (
                 "boundary_side_index", "get_cell", "cell_environment_index",
                 "side_environment_index"):

@@ -50,6 +50,8 @@ class Grid3D(Geometry):
         self.cell_size = vec3(*[float(self.extents[a]) / self._res[a] for a in range(3)])
         funcs = _grid3d_funcs(scalar_type)
         self.CellArg, self.SideArg = funcs.CellArg, funcs.SideArg
+        # Boundary sides are computed from the side argument, as in Warp.
+        self.SideIndexArg = self.SideArg
         for name in self.CELL_FUNCS + self.SIDE_FUNCS + (
                 "boundary_side_index", "cell_environment_index", "side_environment_index"):
             setattr(self, name, getattr(funcs, name))

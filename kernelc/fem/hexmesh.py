@@ -58,7 +58,8 @@ class Hexmesh(CellEdges, Mesh):
         positions: Vertex positions, a `kc.array` of `vec3` (float32 or float64).
         assume_parallelepiped_cells: Whether every cell is a parallelepiped (cheaper
             positions and gradients, from vertices 0, 1, 3 and 4 only).
-        build_bvh: Accepted for Warp's sake (lookups search the cells without one).
+        build_bvh: Marks lookups as supported (`supports_cell_lookup`); kernelc's
+            lookups search the cells and need no BVH.
         temporary_store: Accepted for Warp's sake.
         cell_env: Each cell's environment (an int32 array, with `env_count`): cells of
             different environments share no lookup (see docs/fem.md, environments).
@@ -76,6 +77,8 @@ class Hexmesh(CellEdges, Mesh):
                  temporary_store: Any = None, cell_env: Any = None,
                  env_count: int | None = None) -> None:
         super().__init__(hex_vertex_indices, positions, "Hexmesh")
+        if build_bvh:
+            self.build_bvh(self.positions.device)
         self._set_environments(cell_env, env_count)
         self.hex_vertex_indices = self._cell_vertices
         self.parallelepiped_cells = bool(assume_parallelepiped_cells)

@@ -107,6 +107,7 @@ class Mesh(Geometry):
     _CELL_VERTICES: int
     _SIDE_LOCAL: list[tuple[int, ...]]
     _DIMENSIONS: tuple[int, ...]  # lengths the position vectors may have
+    _lookup_needs_bvh = True
 
     def __init__(self, cell_vertex_indices: Any, positions: Any, name: str) -> None:
         positions = _as_positions(positions)

@@ -345,9 +345,22 @@ class Nanogrid(NanogridBase):
         topologies are rebuilt too (`space.topology.rebuild()`). Returns `status`.
 
         Unlike Warp's, a rebuilt kernelc Nanogrid counts its current cells, vertices and
-        sides (Warp's counts are the volume's capacity)."""
+        sides (Warp's counts are the volume's capacity). Inside a CPU graph capture,
+        nothing changes now: each replay rebuilds from the arrays' contents then."""
         if not self._rebuildable:
             raise RuntimeError("Nanogrid was not constructed in rebuildable mode")
+        from kernelc.fem.host_capture import cpu_capture, record
+
+        capture = cpu_capture(self._device)
+        if capture is not None:
+            # Inside a CPU capture the rebuild runs at each replay, from the arrays'
+            # contents then (as a captured CUDA rebuild does).
+            record(capture, lambda: self._rebuild_now(points, point_envs, status, point_mask))
+            return status
+        return self._rebuild_now(points, point_envs, status, point_mask)
+
+    def _rebuild_now(self, points: Any, point_envs: Any, status: Any, point_mask: Any
+                     ) -> Any:
         if point_envs is not None:
             from kernelc.fem.nanogrid_env import rebuild_nanogrid
             return rebuild_nanogrid(self, points, point_envs, status, point_mask)
@@ -359,9 +372,21 @@ class Nanogrid(NanogridBase):
         return status
 
     def rebuild_topology_from_cells(self) -> None:
-        """Reads the cells again from the cell grid (after it was rebuilt)."""
+        """Reads the cells again from the cell grid (after it was rebuilt). Inside a CPU
+        graph capture it runs now and again at each replay."""
         if not self._rebuildable:
             raise RuntimeError("Nanogrid was not constructed in rebuildable mode")
+        from kernelc.fem.host_capture import cpu_capture, record, suspended
+
+        capture = cpu_capture(self._device)
+        if capture is None:
+            self._read_cells()
+            return
+        with suspended(capture):
+            self._read_cells()
+        record(capture, self._read_cells)
+
+    def _read_cells(self) -> None:
         self._set_cells()
         self._set_environments(None, self._env_offsets_host)
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import kernelc as kc
+from kernelc.fem.host_capture import cpu_capture, record, suspended
 from kernelc.fem.nanogrid import lookup_voxels
 
 
@@ -212,10 +213,37 @@ def build_nanogrid(cls: type, points: Any, point_envs: Any, env_count: Any, env_
                    *, point_mask: Any, guard_cells: int, voxel_size: Any, translation: Any,
                    transform: Any, scalar_type: Any, device: Any, rebuildable: bool,
                    status: Any, capacity: dict, temporary_store: Any) -> Any:
-    """`Nanogrid.from_environment_voxels`."""
+    """`Nanogrid.from_environment_voxels`. Inside a CPU graph capture, the grid is built
+    now (from the arrays' current contents) and, if rebuildable, each replay rebuilds it
+    from their contents then (see `kernelc.fem.host_capture`)."""
     if not hasattr(points, "shape"):
         points, _, point_envs, env_count = _legacy_sequence(points, None)
     device = kc.get_device(device if device is not None else getattr(points, "device", None))
+    capture = cpu_capture(device)
+    if capture is None:
+        return _build_nanogrid(cls, points, point_envs, env_count, env_offsets,
+                               point_mask=point_mask, guard_cells=guard_cells,
+                               voxel_size=voxel_size, translation=translation,
+                               transform=transform, scalar_type=scalar_type, device=device,
+                               rebuildable=rebuildable, status=status, capacity=capacity,
+                               temporary_store=temporary_store)
+    with suspended(capture):
+        geo = _build_nanogrid(cls, points, point_envs, env_count, env_offsets,
+                              point_mask=point_mask, guard_cells=guard_cells,
+                              voxel_size=voxel_size, translation=translation,
+                              transform=transform, scalar_type=scalar_type, device=device,
+                              rebuildable=rebuildable, status=status, capacity=capacity,
+                              temporary_store=temporary_store)
+    if rebuildable:
+        record(capture, lambda: rebuild_nanogrid(geo, points, point_envs, status, point_mask))
+    return geo
+
+
+def _build_nanogrid(cls: type, points: Any, point_envs: Any, env_count: Any,
+                    env_offsets: Any, *, point_mask: Any, guard_cells: int, voxel_size: Any,
+                    translation: Any, transform: Any, scalar_type: Any, device: Any,
+                    rebuildable: bool, status: Any, capacity: dict,
+                    temporary_store: Any) -> Any:
     packed, valid, envs, offsets, env_count, dropped = pack(
         points, point_envs, env_count, env_offsets, point_mask=point_mask, levels=None,
         alignment=1, guard_cells=guard_cells, voxel_size=voxel_size, translation=translation,

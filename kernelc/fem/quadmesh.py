@@ -43,7 +43,8 @@ class Quadmesh(Mesh):
         quad_vertex_indices: (quadrilaterals, 4) vertex indices, counter-clockwise, a
             `kc.array` of int.
         positions: Vertex positions, a `kc.array` of `vec2` / `vec3` (float32 or float64).
-        build_bvh: Accepted for Warp's sake (lookups search the cells without one).
+        build_bvh: Marks lookups as supported (`supports_cell_lookup`); kernelc's
+            lookups search the cells and need no BVH.
         temporary_store: Accepted for Warp's sake.
         cell_env: Each cell's environment (an int32 array, with `env_count`): cells of
             different environments share no lookup (see docs/fem.md, environments).
@@ -58,6 +59,8 @@ class Quadmesh(Mesh):
                  temporary_store: Any = None, cell_env: Any = None,
                  env_count: int | None = None) -> None:
         super().__init__(quad_vertex_indices, positions, type(self).__name__)
+        if build_bvh:
+            self.build_bvh(self.positions.device)
         self._set_environments(cell_env, env_count)
         self.quad_vertex_indices = self._cell_vertices
         self._bind(_quadmesh_funcs(self.scalar_type, self.dimension))

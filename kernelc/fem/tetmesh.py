@@ -30,7 +30,8 @@ class Tetmesh(CellEdges, Mesh):
     Args:
         tet_vertex_indices: (tetrahedra, 4) vertex indices, a `kc.array` of int.
         positions: Vertex positions, a `kc.array` of `vec3` (float32 or float64).
-        build_bvh: Accepted for Warp's sake (lookups search the cells without one).
+        build_bvh: Marks lookups as supported (`supports_cell_lookup`); kernelc's
+            lookups search the cells and need no BVH.
         temporary_store: Accepted for Warp's sake.
         cell_env: Each cell's environment (an int32 array, with `env_count`): cells of
             different environments share no lookup (see docs/fem.md, environments).
@@ -47,6 +48,8 @@ class Tetmesh(CellEdges, Mesh):
                  temporary_store: Any = None, cell_env: Any = None,
                  env_count: int | None = None) -> None:
         super().__init__(tet_vertex_indices, positions, "Tetmesh")
+        if build_bvh:
+            self.build_bvh(self.positions.device)
         self._set_environments(cell_env, env_count)
         self.tet_vertex_indices = self._cell_vertices
         self._bind(_tetmesh_funcs(self.scalar_type))

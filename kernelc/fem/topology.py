@@ -53,7 +53,17 @@ class SpaceTopology:
         raise NotImplementedError
 
     def rebuild(self) -> None:
-        """Numbers the nodes again after the geometry changed (`Nanogrid.rebuild`)."""
+        """Numbers the nodes again after the geometry changed (`Nanogrid.rebuild`). The
+        nodes are numbered when next needed; inside a CPU graph capture, again after each
+        replay (which may rebuild the geometry)."""
+        from kernelc.fem.host_capture import cpu_capture, record
+
+        self._forget_nodes()
+        capture = cpu_capture()
+        if capture is not None:
+            record(capture, self._forget_nodes)
+
+    def _forget_nodes(self) -> None:
         for klass in type(self).__mro__:
             for name, value in vars(klass).items():
                 if isinstance(value, cached_property):

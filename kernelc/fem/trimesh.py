@@ -36,7 +36,8 @@ class Trimesh(Mesh):
     Args:
         tri_vertex_indices: (triangles, 3) vertex indices, a `kc.array` of int.
         positions: Vertex positions, a `kc.array` of `vec2` / `vec3` (float32 or float64).
-        build_bvh: Accepted for Warp's sake (lookups search the cells without one).
+        build_bvh: Marks lookups as supported (`supports_cell_lookup`); kernelc's
+            lookups search the cells and need no BVH.
         temporary_store: Accepted for Warp's sake.
         cell_env: Each cell's environment (an int32 array, with `env_count`): cells of
             different environments share no lookup (see docs/fem.md, environments).
@@ -51,6 +52,8 @@ class Trimesh(Mesh):
                  temporary_store: Any = None, cell_env: Any = None,
                  env_count: int | None = None) -> None:
         super().__init__(tri_vertex_indices, positions, type(self).__name__)
+        if build_bvh:
+            self.build_bvh(self.positions.device)
         self._set_environments(cell_env, env_count)
         self.tri_vertex_indices = self._cell_vertices
         self._bind(_trimesh_funcs(self.scalar_type, self.dimension))
