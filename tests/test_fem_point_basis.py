@@ -555,7 +555,3 @@ def test_rejects_bad_values_and_domains(caplog):
     sub = fem.Subdomain(fem.Cells(big), element_indices=wp.array([0, 3], dtype=int))
     with pytest.raises(ValueError, match="span the whole geometry partition"):
         fem.PointBasisSpace(fem.RegularQuadrature(sub, order=0))
-    space = fem.make_collocated_function_space(fem.PointBasisSpace(quadrature))
-    with pytest.raises(NotImplementedError, match="interpolating into their fields"):
-        fem.interpolate(value_of, dest=space.make_field(),
-                        fields={"p": fem.make_polynomial_space(geo).make_field()})

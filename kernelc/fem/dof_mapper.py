@@ -14,10 +14,13 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 import kernelc as kc
 from kernelc import types as T
 from kernelc.fem.types import mat_type, vec_type
 from kernelc.fem.valuetypes import ValueAlgebra, dof_count, scalar_of, value_algebra
+from kernelc.frontend.decorators import Func
 
 SQRT_2, SQRT_1_2 = math.sqrt(2.0), math.sqrt(0.5)
 SQRT_3, SQRT_1_3 = math.sqrt(3.0), math.sqrt(1.0 / 3.0)
@@ -116,7 +119,9 @@ class SkewSymmetricTensorMapper(DofMapper):
         n, scalar = _square_shape(dtype)
         self.value_dtype = dtype
         self.DOF_SIZE = n * (n - 1) // 2
-        self.dof_dtype = scalar if n == 2 else vec_type(3, scalar)
+        # a 2x2 tensor's single dof: a Python float for float32 tensors, as in Warp
+        single = float if scalar is kc.float32 else scalar
+        self.dof_dtype = single if n == 2 else vec_type(3, scalar)
         self.dof_to_value, self.value_to_dof = _skew_funcs(n, scalar)
 
     def __str__(self) -> str:
@@ -191,7 +196,26 @@ def _symmetric_funcs(n: int, scalar: Any, voigt: bool) -> tuple[Any, Any]:
             return Dofs(trace * s13 * s12, half * (m[0, 0] - m[1, 1]),
                         half * (m[2, 2] - trace / three) * s3, half * (m[2, 1] + m[1, 2]),
                         half * (m[0, 2] + m[2, 0]), half * (m[1, 0] + m[0, 1]))
-    return to_value, to_dofs
+    if scalar is kc.float64:
+        return to_value, to_dofs
+    # On the host, Warp evaluates these in Python floats and rounds once, when the result
+    # is built; kernels keep the float32 arithmetic.
+    wide_value, wide_dofs = _symmetric_funcs(n, kc.float64, voigt)
+    Mat64, Dofs64 = mat_type(n, n, kc.float64), vec_type(n * (n + 1) // 2, kc.float64)
+    return (_HostInDouble(to_value, wide_value, Dofs64, Mat),
+            _HostInDouble(to_dofs, wide_dofs, Mat64, Dofs))
+
+
+class _HostInDouble(Func):
+    """A float32 func whose host calls run its float64 twin, the result rounded once."""
+
+    def __init__(self, narrow: Func, wide: Func, wide_arg: Any, result: Any) -> None:
+        super().__init__(narrow.func)
+        self._wide, self._wide_arg, self._result = wide, wide_arg, result
+
+    def __call__(self, x: Any) -> Any:
+        wide = self._wide(self._wide_arg(np.asarray(x, dtype=np.float64)))
+        return self._result(np.asarray(wide, dtype=np.float64).astype(np.float32))
 
 
 @cache

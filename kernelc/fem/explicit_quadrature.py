@@ -76,6 +76,14 @@ class ExplicitQuadrature(Quadrature):
         """Number of points in the domain's elements."""
         return self._domain.element_count() * self._per_element
 
+    def cell_points(self) -> Any:
+        """The (cells of the geometry, points per cell) coordinates array given, when its
+        rows are the geometry's cells (else None)."""
+        if not self._whole_geo or len(self._points.shape) != 2 or \
+                self._domain.geometry_element_count() != self._domain.geometry.cell_count():
+            return None
+        return self._points
+
     def pic_arrays(self, device: Any = None) -> tuple:
         """(row offsets, point index, coordinates and weight of each point), as the
         particle kernels read a `PicQuadrature`'s bins."""

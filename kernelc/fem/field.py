@@ -7,6 +7,8 @@ Names follow Warp: `DiscreteField` (with `dof_values`), `TestField`, `TrialField
 
 from typing import Any
 
+import numpy as np
+
 import kernelc as kc
 from kernelc.fem.domain import Cells, GeometryDomain
 from kernelc.fem.field_eval import FieldEval, basis_eval, discrete_cells_arg, discrete_eval
@@ -108,6 +110,7 @@ class DiscreteField(SpaceField):
         super().__init__(space, space_partition)
         self._dof_values = kc.zeros(space_partition.node_count(), dtype=space.dof_dtype)
         self._element_nodes: dict[str, Any] = {}
+        self._partition_indices: dict[str, Any] = {}
         # On part of the space's nodes: a node's value is dof_values[its partition index],
         # and nodes outside the partition are zero.
         self._partial = type(space_partition) is not SpacePartition
@@ -134,7 +137,14 @@ class DiscreteField(SpaceField):
             if self._partial:
                 nodes = self._space_partition.host_partition_indices(nodes)
             self._element_nodes[key] = kc.array(nodes, dtype=kc.int32, device=device)
+            if self._partial:
+                every_node = np.arange(self._space.topology.node_count(), dtype=np.int32)
+                self._partition_indices[key] = kc.array(
+                    self._space_partition.host_partition_indices(every_node), dtype=kc.int32,
+                    device=device)
         arg.elt = domain.element_arg_value(device)
+        if self._partial and "partition_indices" in type(arg).__annotations__:
+            arg.partition_indices = self._partition_indices[key]
         arg.dof_values = self._dof_values.to(device)
         arg.element_nodes = self._element_nodes[key]
         if hasattr(self._space, "fill_field_arg"):  # vector-valued bases: their signs

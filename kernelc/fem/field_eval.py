@@ -278,9 +278,12 @@ def _discrete_eval(space: Any, domain: Any, partial: bool) -> FieldEval:
     weight, weight_gradient = shape.weight, shape.weight_gradient
     N = shape.NODES_PER_ELEMENT
     suffix = "_partial" if partial else ""
-    Arg = _struct(f"DiscreteFieldArg_{_ident(space.name)}_{_ident(domain.name)}{suffix}", {
-        "elt": domain.ElementArg, "dof_values": kc.array(dtype=space.dof_dtype),
-        "element_nodes": kc.array2d(dtype=int)})
+    members = {"elt": domain.ElementArg, "dof_values": kc.array(dtype=space.dof_dtype),
+               "element_nodes": kc.array2d(dtype=int)}
+    if partial:  # space node -> partition index (-1 outside), for fem.node_partition_index
+        members["partition_indices"] = kc.array(dtype=int)
+    Arg = _struct(f"DiscreteFieldArg_{_ident(space.name)}_{_ident(domain.name)}{suffix}",
+                  members)
     Dof = space.dof_dtype
     zero, grad_zero, div_zero = algebra.zero, algebra.grad_zero, algebra.div_zero
     node_grad, node_div = algebra.node_grad, algebra.node_div
@@ -360,7 +363,15 @@ def _discrete_eval(space: Any, domain: Any, partial: bool) -> FieldEval:
     else:
         maps = _side_maps(geo)
         inner, outer = funcs(*maps["inner"]), funcs(*maps["outer"])
-    return _field_eval(Arg, inner, outer, space, domain, "discrete")
+    field_eval = _field_eval(Arg, inner, outer, space, domain, "discrete")
+    if partial:
+        field_eval.ops["node_partition_index"] = _partial_node_partition_index
+    return field_eval
+
+
+@kc.func
+def _partial_node_partition_index(arg: Any, node_index: int):
+    return arg.partition_indices[node_index]
 
 
 def _ident(name: str) -> str:

@@ -21,11 +21,12 @@ from kernelc.fem.domain import GeometryDomain
 from kernelc.fem.domain_index import domain_arg_value
 from kernelc.fem.field import FieldLike, TestField, TrialField
 from kernelc.fem.integrand import Integrand, Specialization, value_error, value_type_of
+from kernelc.fem.integrate_bsr import BsrPolicy, bsr_policy, set_from_triplets
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
 from kernelc.fem.space import SpacePartition
 from kernelc.fem.types import mat_type
 from kernelc.fem.valuetypes import dof_count, scalar_of, value_kind
-from kernelc.sparse import BsrMatrix, bsr_axpy, bsr_set_from_triplets, bsr_zeros
+from kernelc.sparse import BsrMatrix, bsr_axpy, bsr_zeros
 from kernelc.sparse.matrix import scalar_view
 
 
@@ -149,7 +150,9 @@ def integrate(integrand: Integrand, domain: GeometryDomain | None = None,
         kernel_options: Accepted for Warp's sake.
         assembly: "generic" (default), "nodal" (test nodes as points) or "dispatch" (= generic).
         add: Add the result to `output` instead of replacing it.
-        bsr_options: Only `prune_numerical_zeros` is used (default True).
+        bsr_options: `prune_numerical_zeros` (default True, False for mapped
+            constructions) and `topology` ("compact" or "padded") are used; the
+            `construction` and `capacity` policies are checked (see `integrate_bsr.py`).
 
     Returns:
         A float (no test field), an array with one value per node (a test field; (nodes,
@@ -215,8 +218,8 @@ def integrate(integrand: Integrand, domain: GeometryDomain | None = None,
         return run.constant(output, add)
     if trial is None:
         return run.linear(test, output, add, nodal)
-    prune = (bsr_options or {}).get("prune_numerical_zeros", True)
-    return run.bilinear(test, trial, output, add, nodal, prune)
+    return run.bilinear(test, trial, output, add, nodal,
+                        bsr_policy(bsr_options, "integrate", add))
 
 
 class _Run:
@@ -318,7 +321,7 @@ class _Run:
                 kc.array(weights, dtype=scalar, device=self.device))
 
     def bilinear(self, test: TestField, trial: TrialField, output: Any, add: bool, nodal: bool,
-                 prune: bool) -> BsrMatrix:
+                 policy: BsrPolicy) -> BsrMatrix:
         restriction = test.space_restriction
         arrays = restriction.arrays(self.device)
         nrow, ncol = test.space_partition.node_count(), trial.space_partition.node_count()
@@ -366,7 +369,7 @@ class _Run:
                                scalar_view(values, self.output, (entries, per_entry, block))])
         result = output if output is not None and not add else bsr_zeros(
             nrow, ncol, block_type, device=self.device)
-        bsr_set_from_triplets(result, rows, cols, values, prune_numerical_zeros=prune)
+        set_from_triplets(result, rows, cols, values, policy)
         values.release()  # summed into the matrix: back to the temporary store
         if add:
             bsr_axpy(x=result, y=output)

@@ -16,7 +16,8 @@ from kernelc.fem.field import DiscreteField, FieldLike, make_space_restriction
 from kernelc.fem.field_restriction import FieldRestriction
 from kernelc.fem.integrand import Integrand, integrand, value_type_of
 from kernelc.fem.integrate import _check_field_compat, _fill_structs, _parse_arguments, launch
-from kernelc.fem.integrate_kernels import _named, node_coords_func
+from kernelc.fem.integrate_kernels import _named
+from kernelc.fem.interpolate_nodes import NodeTable, node_table
 from kernelc.fem.interpolate_points import ArrayDest, interpolate_at_points
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
 from kernelc.fem.restriction import SpaceRestriction
@@ -189,20 +190,19 @@ def _at_nodes(itg: Integrand, roles: dict, dest: DiscreteField, restriction: Spa
         from kernelc.fem.interpolate_vector import vector_at_nodes
 
         return vector_at_nodes(itg, spec, common, dest, restriction, reduction, device)
-    shape = space.shape
     mapper = space.dof_mapper
     to_dof = None if is_identity(mapper) else mapper.value_to_dof
-    key = ("interpolate_nodes", domain.name, shape.name, reduction,
+    key = ("interpolate_nodes", domain.name, space.shape.name, reduction,
            repr(kc.types.as_type(dest.dtype)), None if to_dof is None else mapper.key)
+    table = node_table(space, domain)
     if key not in spec.kernels:
-        spec.kernels[key] = _node_kernel(spec, domain, shape, dest.dtype, reduction,
+        spec.kernels[key] = _node_kernel(spec, domain, table, dest.dtype, reduction,
                                          itg.__name__, to_dof, space.dof_dtype)
     arrays = restriction.arrays(device)
-    coords = kc.array(shape.node_coords(), dtype=domain.geometry.coords_type, device=device)
     if restriction.node_count():
         launch(itg, spec.kernels[key], restriction.node_count(),
-               [*common, coords, arrays["nodes"], arrays["offsets"], arrays["entry_element"],
-                arrays["entry_local"], dest.dof_values], device)
+               [*common, table.value(device), arrays["nodes"], arrays["offsets"],
+                arrays["entry_element"], arrays["entry_local"], dest.dof_values], device)
 
 
 def node_reduction_step(reduction: str, scalar: Any) -> tuple[Any, bool]:
@@ -229,41 +229,37 @@ def node_reduction_step(reduction: str, scalar: Any) -> tuple[Any, bool]:
     return step, reduction not in ("weighted_average", "mean", "sum", "max", "min")
 
 
-def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, reduction: str,
-                 name: str, to_dof: Any = None, dof_type: Any = None) -> Any:
+def _node_kernel(spec: Any, domain: GeometryDomain, table: NodeTable, dest_type: Any,
+                 reduction: str, name: str, to_dof: Any = None, dof_type: Any = None) -> Any:
     scalar = domain.geometry.scalar_type
-    Coords = coords_type(scalar)
     make_sample = sample_builder(scalar)
     call = spec.call
     measure = domain.element_measure
-    weight = shape.weight
-    nodes_per_cell = shape.NODES_PER_ELEMENT
-    node_coords = node_coords_func(domain, nodes_per_cell)
+    node_coords, dual_weight, Table = table.coords, table.dual, table.Table
     Dest = dest_type
     Dofs = dest_type if to_dof is None else dof_type  # what the field stores per node
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
-    # shapes whose node values are their dofs (non-conforming ones) say so, as in Warp
-    unit_dual = getattr(shape, "UNIT_DUAL_WEIGHT", False)
     step, first_only = node_reduction_step(reduction, scalar)
 
     @kc.kernel
     def interpolate_nodes(elt_arg: ElementArg, fields: Fields, values: Values,
-                          cell_node_coords: kc.array(dtype=Coords),
-                          nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
-                          entry_element: kc.array(dtype=int), entry_local: kc.array(dtype=int),
-                          dest: kc.array(dtype=Dofs)):
+                          node_table: Table, nodes: kc.array(dtype=int),
+                          offsets: kc.array(dtype=int), entry_element: kc.array(dtype=int),
+                          entry_local: kc.array(dtype=int), dest: kc.array(dtype=Dofs)):
         r = kc.tid()
         node = nodes[r]
         total = Dest(0.0)
         weight_sum = scalar(0.0)
         first_local = -1
+        first_element = -1
         for e in range(offsets[r], offsets[r + 1]):
             element = entry_element[e]
             local = entry_local[e]
-            coords = node_coords(elt_arg, element, local, cell_node_coords)
+            coords = node_coords(elt_arg, element, local, node_table)
             if coords[0] != scalar(OUTSIDE):
                 if first_local < 0:
                     first_local = local
+                    first_element = element
                 s = make_sample(element, coords, node, scalar(1.0), kc.vec2i(-1, -1),
                                 kc.vec2i(-1, -1))
                 val = Dest(call(s, fields, values))
@@ -271,12 +267,8 @@ def _node_kernel(spec: Any, domain: GeometryDomain, shape: Any, dest_type: Any, 
                 if kc.static(first_only):
                     break
         if weight_sum > scalar(0.0):
-            dual = scalar(1.0)
-            if kc.static(not unit_dual):
-                # the node's weight in its cell (on a side, entries past the inner cell's
-                # nodes are the outer cell's)
-                local_in_cell = first_local % nodes_per_cell
-                dual = scalar(1.0) / weight(cell_node_coords[local_in_cell], local_in_cell)
+            first_coords = node_coords(elt_arg, first_element, first_local, node_table)
+            dual = dual_weight(node_table, first_element, first_local, first_coords)
             if kc.static(to_dof is None):
                 dest[node] = total / weight_sum * dual
             else:  # the dofs of the value, through the space's dof mapper

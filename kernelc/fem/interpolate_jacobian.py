@@ -16,7 +16,8 @@ standing for that node's basis function along that dof.
   summed ("sum", and "max" / "min", which Warp sums as well).
 
 Triplets go through `bsr_set_from_triplets` (zero blocks pruned unless `bsr_options`
-says `prune_numerical_zeros=False`).
+says `prune_numerical_zeros=False`; `topology="padded"` as `integrate_bsr.py` says). With
+"first", each node gets one stencil of triplets (one element's trial nodes).
 """
 
 from typing import Any
@@ -28,12 +29,14 @@ from kernelc.errors import KernelError
 from kernelc.fem.dof_mapper import is_identity
 from kernelc.fem.domain import GeometryDomain
 from kernelc.fem.integrate import _numbering, launch
-from kernelc.fem.integrate_kernels import _named, node_coords_func
+from kernelc.fem.integrate_bsr import BsrPolicy, bsr_policy, set_from_triplets
+from kernelc.fem.integrate_kernels import _named
+from kernelc.fem.interpolate_nodes import NodeTable, node_table
 from kernelc.fem.quadrature import Quadrature, RegularQuadrature
 from kernelc.fem.restriction import SpaceRestriction
 from kernelc.fem.types import OUTSIDE, ElementKind, coords_type, sample_builder
 from kernelc.fem.valuetypes import dof_count
-from kernelc.sparse import BsrMatrix, bsr_set_from_triplets
+from kernelc.sparse import BsrMatrix
 
 _WEIGHTED = ("weighted_average", "mean")
 _FUNC_PREFIX = "jacobian_value_with_"
@@ -47,26 +50,26 @@ def interpolate_jacobian(itg: Any, roles: dict, trial_name: str, dest: BsrMatrix
     from kernelc.fem.field import make_space_restriction
 
     trial = fields[trial_name]
-    prune = (bsr_options or {}).get("prune_numerical_zeros", True)
+    policy = bsr_policy(bsr_options, "interpolate")
     if isinstance(at, SpaceRestriction):
         if dest_space is None:
             raise ValueError("`dest_space` must be provided when interpolating at nodes of a "
                              "space restriction")
         return _at_nodes(itg, roles, trial, dest, at, dest_space, fields, values, reduction,
-                         device, prune)
+                         device, policy)
     if isinstance(at, Quadrature):
-        return _at_quadrature(itg, roles, trial, dest, at, fields, values, device, prune)
+        return _at_quadrature(itg, roles, trial, dest, at, fields, values, device, policy)
     domain = at if isinstance(at, GeometryDomain) else trial.domain
     if dest_space is not None:
         restriction = make_space_restriction(space_topology=dest_space.topology, domain=domain)
         return _at_nodes(itg, roles, trial, dest, restriction, dest_space, fields, values,
-                         reduction, device, prune)
+                         reduction, device, policy)
     if dim is not None:
         raise ValueError("Jacobians (trial fields) cannot be interpolated at `dim` free "
                          "samples: they lie in no element for the trial field to be "
                          "evaluated in")
     return _at_quadrature(itg, roles, trial, dest, RegularQuadrature(domain, order=0), fields,
-                          values, device, prune)
+                          values, device, policy)
 
 
 def _check_dest(dest: BsrMatrix, nrow: int, trial: Any, rows: int | None) -> None:
@@ -90,7 +93,9 @@ def _trial_nodes(trial: Any, domain: GeometryDomain, elements: np.ndarray
         nodes = topology.host_element_nodes()[elements]
     else:
         nodes = topology.host_side_nodes(elements)
-    nodes = np.asarray(nodes, dtype=np.int32).reshape(len(elements), -1)
+    nodes = np.asarray(nodes, dtype=np.int32)
+    if nodes.ndim != 2:  # no elements: no table shape to read
+        nodes = nodes.reshape(len(elements), -1) if len(elements) else nodes.reshape(0, 0)
     partition = _numbering(trial.space_partition)
     cols = nodes if partition is None else partition.host_partition_indices(nodes)
     return nodes, np.where(nodes >= 0, cols, -1).astype(np.int32)
@@ -118,7 +123,7 @@ def _quadrature_points(quadrature: Any, device: Any) -> tuple[np.ndarray, ...]:
 
 
 def _at_quadrature(itg: Any, roles: dict, trial: Any, dest: BsrMatrix, quadrature: Any,
-                   fields: dict, values: dict, device: Any, prune: bool) -> None:
+                   fields: dict, values: dict, device: Any, policy: BsrPolicy) -> None:
     from kernelc.fem.interpolate import _prepare
 
     domain = quadrature.domain
@@ -135,7 +140,7 @@ def _at_quadrature(itg: Any, roles: dict, trial: Any, dest: BsrMatrix, quadratur
         spec.kernels[key] = _quadrature_kernel(spec, domain, scalar, rows, itg.__name__)
     points = len(elements)
     triplet_values = kc.zeros((points * per_point, rows, trial_dofs), dtype=scalar,
-                              device=device)
+                              device=device, requires_grad=dest.requires_grad)
     geometry = domain.geometry
     if points and per_point:
         _launch(itg, spec.kernels[key], (points, per_point, trial_dofs), device, dest, [
@@ -145,9 +150,9 @@ def _at_quadrature(itg: Any, roles: dict, trial: Any, dest: BsrMatrix, quadratur
             kc.array(weights, dtype=geometry.scalar_type, device=device), per_point,
             triplet_values])
     triplet_rows = np.repeat(qps.astype(np.int32), per_point)
-    bsr_set_from_triplets(dest, kc.array(triplet_rows, dtype=kc.int32, device=device),
-                          kc.array(cols.reshape(-1), dtype=kc.int32, device=device),
-                          triplet_values, prune_numerical_zeros=prune)
+    set_from_triplets(dest, kc.array(triplet_rows, dtype=kc.int32, device=device),
+                      kc.array(cols.reshape(-1), dtype=kc.int32, device=device),
+                      triplet_values, policy)
 
 
 def _launch(itg: Any, kernel: Any, dim: tuple, device: Any, dest: BsrMatrix,
@@ -200,7 +205,7 @@ def _quadrature_kernel(spec: Any, domain: GeometryDomain, scalar: Any, rows: int
     coefficient = coefficient_func(rows)
     ElementArg, Fields, Values = domain.ElementArg, spec.Fields, spec.Values
 
-    @kc.kernel(enable_backward=False)
+    @kc.kernel
     def interpolate_jacobian_quadrature(elt_arg: ElementArg, fields: Fields, values: Values,
                                         elements: kc.array(dtype=int),
                                         coords: kc.array(dtype=Coords),
@@ -220,14 +225,11 @@ def _quadrature_kernel(spec: Any, domain: GeometryDomain, scalar: Any, rows: int
 
 def _at_nodes(itg: Any, roles: dict, trial: Any, dest: BsrMatrix,
               restriction: SpaceRestriction, dest_space: Any, fields: dict, values: dict,
-              reduction: str, device: Any, prune: bool) -> None:
+              reduction: str, device: Any, policy: BsrPolicy) -> None:
     from kernelc.fem.interpolate import _prepare
 
     if dest_space.topology is not restriction.space_topology:
         raise ValueError("Incompatible field and space restriction topologies")
-    if hasattr(dest_space, "nodal_tables"):
-        raise NotImplementedError("Jacobians at the nodes of a point basis space are not "
-                                  "supported yet (interpolate at its quadrature instead)")
     domain = restriction.domain
     partition = restriction.space_partition
     nrow = dest_space.node_count() if partition is None else partition.node_count()
@@ -245,55 +247,51 @@ def _at_nodes(itg: Any, roles: dict, trial: Any, dest: BsrMatrix,
         spec.kernels[key] = _node_kernel(spec, domain, dest_space, scalar, reduction,
                                          itg.__name__)
     arrays = restriction.arrays(device)
-    triplet_values = kc.zeros((entries * per_entry, rows, trial.node_dof_count), dtype=scalar,
-                              device=device)
-    triplet_cols = kc.full(entries * per_entry, -1, dtype=kc.int32, device=device)
-    coords = kc.array(dest_space.shape.node_coords(), dtype=domain.geometry.coords_type,
-                      device=device)
-    extra = [dest_space.element_signs(device) if vector else coords]
+    # "first": one element per node, so one stencil of triplets per node
+    slots = restriction.node_count() if reduction == "first" else entries
+    triplet_values = kc.zeros((slots * per_entry, rows, trial.node_dof_count), dtype=scalar,
+                              device=device, requires_grad=dest.requires_grad)
+    triplet_cols = kc.full(slots * per_entry, -1, dtype=kc.int32, device=device)
+    table = node_table(dest_space, domain).value(device)
+    signs = dest_space.element_signs(device) if vector else kc.empty(
+        (0, 0), dtype=domain.geometry.scalar_type, device=device)
     if restriction.node_count() and per_entry:
         _launch(itg, spec.kernels[key], (restriction.node_count(), per_entry,
                                          trial.node_dof_count), device, dest, [
-            *common, coords, *extra, arrays["nodes"], arrays["offsets"],
+            *common, table, signs, arrays["nodes"], arrays["offsets"],
             arrays["entry_element"], arrays["entry_local"],
             kc.array(present.reshape(-1), dtype=kc.int32, device=device),
             kc.array(cols.reshape(-1), dtype=kc.int32, device=device), per_entry,
             triplet_values, triplet_cols])
-    triplet_rows = np.repeat(host["entry_node"], per_entry).astype(np.int32)
-    bsr_set_from_triplets(dest, kc.array(triplet_rows, dtype=kc.int32, device=device),
-                          triplet_cols, triplet_values, prune_numerical_zeros=prune)
+    slot_nodes = host["nodes"] if reduction == "first" else host["entry_node"]
+    triplet_rows = np.repeat(slot_nodes, per_entry).astype(np.int32)
+    set_from_triplets(dest, kc.array(triplet_rows, dtype=kc.int32, device=device),
+                      triplet_cols, triplet_values, policy)
 
 
-def _dof_value_func(domain: GeometryDomain, space: Any) -> Any:
-    """(signs, elt_arg, element, local node, node coords, cell node coords, world value) ->
+def _dof_value_func(domain: GeometryDomain, space: Any, table: NodeTable) -> Any:
+    """(signs, elt_arg, element, local node, node coords, node table, world value) ->
     the node's dofs for that value, seen from that element (Warp's dof value of a node:
     through the dof mapper or the vector basis' `node_dof_func`, times the dual weight)."""
-    scalar = domain.geometry.scalar_type
     Value = space.dtype
     if hasattr(space, "node_dof_func"):
         node_dof = space.node_dof_func(domain)
 
         @kc.func
         def vector_dof_value(signs: Any, elt_arg: Any, element: int, local: int, coords: Any,
-                             cell_node_coords: Any, val: Any):
+                             nodes: Any, val: Any):
             return node_dof(signs, elt_arg, element, local, coords, Value(val))
 
         return vector_dof_value
-    shape = space.shape
     mapper = space.dof_mapper
     identity = is_identity(mapper)
     to_dof = mapper.value_to_dof if not identity else None
-    unit_dual = getattr(shape, "UNIT_DUAL_WEIGHT", False)
-    weight = shape.weight
-    nodes_per_cell = shape.NODES_PER_ELEMENT
+    dual_weight = table.dual
 
     @kc.func
     def dof_value(signs: Any, elt_arg: Any, element: int, local: int, coords: Any,
-                  cell_node_coords: Any, val: Any):
-        dual = scalar(1.0)
-        if kc.static(not unit_dual):
-            local_in_cell = local % nodes_per_cell
-            dual = scalar(1.0) / weight(cell_node_coords[local_in_cell], local_in_cell)
+                  nodes: Any, val: Any):
+        dual = dual_weight(nodes, element, local, coords)
         if kc.static(identity):
             return Value(val) * dual
         else:
@@ -305,16 +303,15 @@ def _dof_value_func(domain: GeometryDomain, space: Any) -> Any:
 def _node_kernel(spec: Any, domain: GeometryDomain, space: Any, scalar: Any, reduction: str,
                  name: str) -> Any:
     geo_scalar = domain.geometry.scalar_type
-    Coords = coords_type(geo_scalar)
     make_sample = sample_builder(geo_scalar)
     call = spec.call
     measure = domain.element_measure
-    node_coords = node_coords_func(domain, space.shape.NODES_PER_ELEMENT)
-    dof_value = _dof_value_func(domain, space)
+    table = node_table(space, domain)
+    node_coords, Table = table.coords, table.Table
+    dof_value = _dof_value_func(domain, space, table)
     rows = dof_count(space.dof_dtype)
     coefficient = coefficient_func(rows)
-    vector = hasattr(space, "node_dof_func")
-    Signs = kc.array2d(dtype=geo_scalar) if vector else kc.array(dtype=Coords)
+    Signs = kc.array2d(dtype=geo_scalar)
     weighted = reduction in _WEIGHTED
     by_measure = reduction == "weighted_average"
     first = reduction == "first"
@@ -322,11 +319,11 @@ def _node_kernel(spec: Any, domain: GeometryDomain, space: Any, scalar: Any, red
 
     @kc.func
     def node_weight_sum(elt_arg: Any, begin: int, end: int, entry_element: Any,
-                        entry_local: Any, cell_node_coords: Any):
+                        entry_local: Any, nodes_table: Any):
         total = geo_scalar(0.0)
         for e in range(begin, end):
             element = entry_element[e]
-            coords = node_coords(elt_arg, element, entry_local[e], cell_node_coords)
+            coords = node_coords(elt_arg, element, entry_local[e], nodes_table)
             if coords[0] != geo_scalar(OUTSIDE):
                 if kc.static(by_measure):
                     s = make_sample(element, coords, 0, geo_scalar(1.0), kc.vec2i(-1, -1),
@@ -336,9 +333,9 @@ def _node_kernel(spec: Any, domain: GeometryDomain, space: Any, scalar: Any, red
                     total += geo_scalar(1.0)
         return total
 
-    @kc.kernel(enable_backward=False)
+    @kc.kernel
     def interpolate_jacobian_nodes(elt_arg: ElementArg, fields: Fields, values: Values,
-                                   cell_node_coords: kc.array(dtype=Coords), signs: Signs,
+                                   nodes_table: Table, signs: Signs,
                                    nodes: kc.array(dtype=int), offsets: kc.array(dtype=int),
                                    entry_element: kc.array(dtype=int),
                                    entry_local: kc.array(dtype=int),
@@ -350,16 +347,19 @@ def _node_kernel(spec: Any, domain: GeometryDomain, space: Any, scalar: Any, red
         weight_sum = geo_scalar(1.0)
         if kc.static(weighted):
             weight_sum = node_weight_sum(elt_arg, offsets[r], offsets[r + 1], entry_element,
-                                         entry_local, cell_node_coords)
+                                         entry_local, nodes_table)
         for e in range(offsets[r], offsets[r + 1]):
-            t = e * per_entry + j
+            src = e * per_entry + j  # the entry's trial node j
+            t = src  # its triplet
+            if kc.static(first):
+                t = r * per_entry + j
             element = entry_element[e]
             local = entry_local[e]
-            coords = node_coords(elt_arg, element, local, cell_node_coords)
-            if present[t] >= 0 and coords[0] != geo_scalar(OUTSIDE):
+            coords = node_coords(elt_arg, element, local, nodes_table)
+            if present[src] >= 0 and coords[0] != geo_scalar(OUTSIDE):
                 s = make_sample(element, coords, node, geo_scalar(1.0), kc.vec2i(-1, -1),
                                 kc.vec2i(j, dof))
-                val = dof_value(signs, elt_arg, element, local, coords, cell_node_coords,
+                val = dof_value(signs, elt_arg, element, local, coords, nodes_table,
                                 call(s, fields, values))
                 factor = geo_scalar(1.0)
                 if kc.static(by_measure):
@@ -369,7 +369,7 @@ def _node_kernel(spec: Any, domain: GeometryDomain, space: Any, scalar: Any, red
                 for k in range(rows):
                     triplet_values[t, k, dof] = scalar(coefficient(val, k) * factor)
                 if dof == 0:
-                    triplet_cols[t] = cols[t]
+                    triplet_cols[t] = cols[src]
                 if kc.static(first):
                     break
 

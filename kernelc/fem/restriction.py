@@ -32,7 +32,22 @@ class SpaceRestriction:
         self.space_topology = space_topology
         self.domain = domain
         self.space_partition = space_partition
-        elements = domain.element_indices()
+        self._build()
+
+    def rebuild(self, device: Any = None, temporary_store: Any = None) -> None:
+        """Reads the domain's elements and the partition's nodes again (after
+        `GeometryPartition.rebuild` and `SpacePartition.rebuild`, or new contents of a
+        `Subdomain`'s element indices array)."""
+        reload = getattr(self.domain, "reload_element_indices", None)
+        if reload is not None:
+            reload()
+        self.__dict__.pop("host", None)
+        self.__dict__.pop("_triplets", None)
+        self._build()
+
+    def _build(self) -> None:
+        space_topology, space_partition = self.space_topology, self.space_partition
+        elements = self.domain.element_indices()
         nodes = self.element_nodes(space_topology, space_partition)
         self.nodes_per_element = nodes.shape[1]
         flat = nodes.reshape(-1)
@@ -104,9 +119,33 @@ class SpaceRestriction:
                                         for name, a in self.host.items()}
         return self._device_arrays[key]
 
+    def node_arg_value(self, device: Any = None) -> "RestrictionNodeArg":
+        """The restriction's device arrays as one struct: per restriction node its
+        partition index (`dof_partition_indices`) and the range of its (element, local
+        node) entries (`dof_element_offsets`), per entry its element
+        (`dof_element_indices`) and local node (`dof_local_indices`)."""
+        arrays = self.arrays(device)
+        arg = RestrictionNodeArg()
+        arg.dof_partition_indices = arrays["nodes"]
+        arg.dof_element_offsets = arrays["offsets"]
+        arg.dof_element_indices = arrays["entry_element"]
+        arg.dof_local_indices = arrays["entry_local"]
+        self._dof_partition_indices = arrays["nodes"]
+        return arg
+
     def node_partition_indices(self) -> Any:
         """The distinct nodes reached, increasing, as a `kc.array`."""
         return self.arrays(None)["nodes"]
+
+
+@kc.struct
+class RestrictionNodeArg:
+    """The arrays of `SpaceRestriction.node_arg_value`."""
+
+    dof_partition_indices: kc.array(dtype=int)
+    dof_element_offsets: kc.array(dtype=int)
+    dof_element_indices: kc.array(dtype=int)
+    dof_local_indices: kc.array(dtype=int)
 
 
 def restriction_for(space_topology: SpaceTopology, domain: GeometryDomain,

@@ -190,8 +190,8 @@ class Rewriter(ast.NodeTransformer):
             evaluator = self.targets[target.id]
             func = evaluator.op(field_op_key(op.name, len(args)))
             if func is None:
-                raise self.error(f"fem.{op.name}: {why_not(evaluator, op.name, len(args))}",
-                                 node)
+                raise self.error(f"Operator `{op.name}` is not defined for this field: "
+                                 f"{why_not(evaluator, op.name, len(args))}", node)
         else:
             domain = self.targets[target.id]
             func = domain_operator(domain, op.name)

@@ -81,6 +81,9 @@ class SpacePartition:
         """The partition index of each of `space_nodes` (-1 outside the partition)."""
         return space_nodes
 
+    def rebuild(self, device: Any = None, temporary_store: Any = None) -> None:
+        """Numbers the nodes again (a whole space's partition has nothing to redo)."""
+
     def node_count(self) -> int:
         """Nodes in the partition."""
         return self.space_topology.node_count()
@@ -104,19 +107,16 @@ class SpacePartition:
         return hash(self.space_topology)
 
 
-def make_space_partition(space: "FunctionSpace | SpaceTopology | None" = None,
-                         geometry_partition: Any = None,
-                         space_topology: SpaceTopology | None = None,
-                         with_halo: bool = True, max_node_count: int = -1,
-                         environment_first: bool = False, device: Any = None,
-                         temporary_store: Any = None) -> SpacePartition:
+def make_space_partition(space_topology: "SpaceTopology | FunctionSpace",
+                         geometry_partition: Any = None, with_halo: bool = True,
+                         max_node_count: int = -1, environment_first: bool = False, *,
+                         device: Any = None, temporary_store: Any = None) -> SpacePartition:
     """The nodes of a space that touch a geometry partition (all of them without one).
 
     Args:
-        space: The function space or its topology (Warp 1.19 passes the topology first), or
-            give `space_topology`.
+        space_topology: The topology to partition (a function space stands for its
+            topology).
         geometry_partition: A `GeometryPartition` (None or a geometry: the whole space).
-        space_topology: The topology to partition.
         with_halo: Whether to add the nodes of the cells across the partition's sides.
         max_node_count: Warp's node capacity, which spares its GPU code a device-to-host
             copy; kernelc counts the nodes exactly and does not need it, except with
@@ -126,12 +126,12 @@ def make_space_partition(space: "FunctionSpace | SpaceTopology | None" = None,
         device: Accepted for Warp's sake.
         temporary_store: Accepted for Warp's sake.
     """
-    if isinstance(space, SpaceTopology):
-        space, space_topology = None, space
-    if space_topology is None:
-        if space is None:
-            raise ValueError("give a space or a space topology")
-        space_topology = space.topology
+    if not isinstance(space_topology, SpaceTopology):
+        topology = getattr(space_topology, "topology", None)
+        if not isinstance(topology, SpaceTopology):
+            raise TypeError(f"make_space_partition() expects a space topology, got "
+                            f"{type(space_topology).__name__}")
+        space_topology = topology
     if environment_first:
         from kernelc.fem.space_partition import EnvironmentSpacePartition
         part = None if geometry_partition is None or isinstance(geometry_partition, Geometry) \

@@ -76,6 +76,16 @@ class NodePartition(_ListedNodes):
             raise ValueError("the geometry partition must be of the space's geometry")
         self._geo_partition = geo_partition
         self._with_halo = with_halo
+        self._number_nodes()
+
+    def rebuild(self, device: Any = None, temporary_store: Any = None) -> None:
+        """Numbers the nodes again from the geometry partition's current cells (after
+        `GeometryPartition.rebuild`); restrictions and fields made on this partition are to
+        be rebuilt or made again."""
+        self._number_nodes()
+
+    def _number_nodes(self) -> None:
+        space_topology = self.space_topology
         category = self._categories()
         order = np.argsort(category, kind="stable")  # by category, then by node
         counts = np.bincount(category, minlength=_EXTERIOR + 1)

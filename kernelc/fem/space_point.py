@@ -106,12 +106,26 @@ class UnstructuredPointTopology(SpaceTopology):
         key = str(kc.get_device(device))
         if key not in cache:
             t, scalar = self.tables, self._geometry.scalar_type
+            coords = self._own_point_coords(device)
+            if coords is None:
+                coords = kc.array(t["coords"], dtype=coords_type(scalar), device=device)
             cache[key] = {
                 "counts": kc.array(t["counts"], dtype=kc.int32, device=device),
-                "coords": kc.array(t["coords"], dtype=coords_type(scalar), device=device),
+                "coords": coords,
                 "point_index": kc.array(t["point_index"], dtype=kc.int32, device=device),
                 "weights": kc.array(t["weights"], dtype=scalar, device=device)}
         return cache[key]
+
+    def _own_point_coords(self, device: Any) -> Any:
+        """The quadrature's own (cells, points) coordinates array when it is laid out as
+        the coordinates table (an `ExplicitQuadrature` over all cells, numbered by point
+        index), so that gradients reach it; else None."""
+        points = getattr(self._quadrature, "cell_points", lambda: None)()
+        if points is None or self._use_evaluation_point_index or \
+                tuple(points.shape) != (self._geometry.cell_count(), self.MAX_NODES_PER_ELEMENT) \
+                or points.device != kc.get_device(device):
+            return None
+        return points
 
     def rebuild(self) -> None:
         """Reads the quadrature's points again."""

@@ -71,6 +71,18 @@ class Subdomain(GeometryDomain):
             if hasattr(domain, name):
                 setattr(self, name, getattr(domain, name))
 
+    def reload_element_indices(self) -> None:
+        """Reads the element indices array again (its contents may have been assigned
+        since); negative entries select no element, as in Warp."""
+        local = _host(self._element_indices).astype(np.int32).reshape(-1)
+        local = local[local >= 0]
+        if local.size and local.max() >= self._domain.element_count():
+            raise ValueError(f"element_indices must lie in [0, {self._domain.element_count()})")
+        self._local = local
+        self._indices = np.ascontiguousarray(self._domain.element_indices()[local],
+                                             dtype=np.int32)
+        self._indices.setflags(write=False)
+
     @property
     def name(self) -> str:
         """The containing domain's name, then `_Subdomain` (as Warp names it)."""
