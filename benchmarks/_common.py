@@ -99,3 +99,17 @@ def phase_rows(results: dict[str, dict | None], phases: list[tuple[str, str]]) -
                      f"{k * 1e3:.0f} ms" if k else "failed",
                      f"{w / k:.1f}x" if w and k else ""))
     return rows
+
+
+def print_comparison(results: dict, cases: tuple[str, ...], threads: int,
+                     digits: int = 1) -> None:
+    """The table of a Warp-against-kernelc run: per case, each library's median launch
+    (`results[library][case]`, seconds, None where a run failed) and the speed-up."""
+    rows = [("case (median launch)", "warp 1.19 cpu", f"kernelc, {threads} thread(s)",
+             "speed-up")]
+    for case in cases:
+        w, k = (results[m] and results[m][case] for m in ("warp", "kernelc"))
+        rows.append((case, f"{w * 1e3:.{digits}f} ms" if w else "failed",
+                     f"{k * 1e3:.{digits}f} ms" if k else "failed",
+                     f"{w / k:.2f}x" if w and k else ""))
+    print_table(rows)

@@ -17,7 +17,7 @@ import os
 import sys
 import textwrap
 
-from _common import PROGRAM_HEAD, print_table, run_program
+from _common import PROGRAM_HEAD, print_comparison, run_program
 
 PROGRAM = PROGRAM_HEAD + textwrap.dedent("""
     n_points = N_POINTS
@@ -89,13 +89,7 @@ def main() -> int:
     program = PROGRAM.replace("N_POINTS", str(args.points))
     results = {m: run_program(program, m, args.repeat, "mesh_query_program.py")
                for m in ("warp", "kernelc")}
-    rows = [("case (median launch)", "warp 1.19 cpu", f"kernelc, {args.threads} thread(s)",
-             "speed-up")]
-    for case in CASES:
-        w, k = (results[m] and results[m][case] for m in ("warp", "kernelc"))
-        rows.append((case, f"{w * 1e3:.1f} ms" if w else "failed",
-                     f"{k * 1e3:.1f} ms" if k else "failed", f"{w / k:.2f}x" if w and k else ""))
-    print_table(rows)
+    print_comparison(results, CASES, args.threads)
     if results["warp"] and results["kernelc"]:
         import numpy as np
 

@@ -14,6 +14,7 @@ adaptive grids), plus `guard_cells`, rounded up to `alignment`; environments fol
 another in order, each shifted so that its lowest voxel lands at its span's start.
 """
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -220,21 +221,14 @@ def build_nanogrid(cls: type, points: Any, point_envs: Any, env_count: Any, env_
         points, _, point_envs, env_count = _legacy_sequence(points, None)
     device = kc.get_device(device if device is not None else getattr(points, "device", None))
     capture = cpu_capture(device)
-    if capture is None:
-        return _build_nanogrid(cls, points, point_envs, env_count, env_offsets,
-                               point_mask=point_mask, guard_cells=guard_cells,
-                               voxel_size=voxel_size, translation=translation,
-                               transform=transform, scalar_type=scalar_type, device=device,
-                               rebuildable=rebuildable, status=status, capacity=capacity,
-                               temporary_store=temporary_store)
-    with suspended(capture):
+    with suspended(capture) if capture is not None else contextlib.nullcontext():
         geo = _build_nanogrid(cls, points, point_envs, env_count, env_offsets,
                               point_mask=point_mask, guard_cells=guard_cells,
                               voxel_size=voxel_size, translation=translation,
                               transform=transform, scalar_type=scalar_type, device=device,
                               rebuildable=rebuildable, status=status, capacity=capacity,
                               temporary_store=temporary_store)
-    if rebuildable:
+    if capture is not None and rebuildable:
         record(capture, lambda: rebuild_nanogrid(geo, points, point_envs, status, point_mask))
     return geo
 
