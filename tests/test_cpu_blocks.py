@@ -312,3 +312,14 @@ def test_gradients_flow_through_gathers_on_a_partial_block():
     np.testing.assert_allclose(tripled.numpy(), 3.0 * x_np * x_np, rtol=1e-6)
     tape.backward(grads={total: kc.ones(1, dtype=float), tripled: kc.ones(n, dtype=float)})
     np.testing.assert_allclose(x.grad.numpy(), 8.0 * x_np, rtol=1e-6)
+
+
+def test_kernel_history_counts_a_blocked_launch():
+    out = kc.zeros(1, dtype=float)
+    tripled = kc.zeros(3 * B, dtype=float)
+    x = kc.array(np.linspace(1.0, 2.0, 3 * B, dtype=np.float32))
+    with kc.scoped_set_flag(kc.JitFlag.KernelHistory, True):
+        kc.launch(gather_squares, dim=3 * B, inputs=[x], outputs=[out, tripled], block_dim=B)
+        history = kc.kernel_history()
+    assert [h["name"] for h in history] == ["gather_squares"]
+    assert history[0]["dim"] in ((3 * B,), [3 * B], 3 * B)

@@ -75,17 +75,21 @@ def _trip_count(s: ir.For, consts) -> int | None:
     return max(0, math.ceil((stop - start) / step)) if step else None
 
 
-def count_work(kernel, arg_types, dims) -> tuple[float | None, float | None]:
-    """(flops, bytes) of a whole launch of `kernel` over `dims`."""
-    key = ("work", tuple(arg_types))
+def count_work(kernel, arg_types, dims, lanes: int = 1) -> tuple[float | None, float | None]:
+    """(flops, bytes) of a whole launch of `kernel` over `dims`; with `lanes` > 1, of the
+    variant for CPU blocks of that many threads (a kernel run once per block if it uses
+    tiles, see `ir/lanes.py`)."""
+    key = ("work", tuple(arg_types), lanes)
     cached = kernel.compiled.get(key)
     if cached is None:
         from kernelc.ir.passes import run_pipeline
 
-        cached = per_thread_work(run_pipeline(kernel.get_ir(tuple(arg_types))))
+        module = kernel.get_ir(tuple(arg_types)) if lanes == 1 else \
+            kernel.get_ir(tuple(arg_types), lanes=lanes)
+        cached = (*per_thread_work(run_pipeline(module)), module.kernel.lanes)
         kernel.compiled[key] = cached
-    n = math.prod(dims)
-    f, b = cached
+    f, b, per = cached
+    n = -(-math.prod(dims) // per)  # the entry runs once per thread, or once per block
     return (None if f is None else f * n), (None if b is None else b * n)
 
 

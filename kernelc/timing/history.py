@@ -143,7 +143,7 @@ def launch_record(kernel: Any, compiled: Any, types: tuple, dims: tuple[int, ...
     from kernelc.ir.analysis import count_work
     from kernelc.runtime.launch import launch_activity
 
-    flops, nbytes = count_work(kernel, types, dims)
+    flops, nbytes = count_work(kernel, types, dims, getattr(compiled, "lanes", 1))
     fresh = compiled.cache != "memory"  # compile times belong to the launch that compiled
     return history_entry(
         kernel.__name__, compiled.hash, str(device), dims, execution_time,
