@@ -360,7 +360,8 @@ def _shape_of(t: T.Type) -> tuple[int, ...]:
 def _flatten(args: Iterable[Any]) -> list[Any]:
     out: list[Any] = []
     for a in args:
-        if isinstance(a, (list, tuple, np.ndarray)):
+        # (`__array__`: a Torch tensor or JAX array of components, as Warp takes them)
+        if isinstance(a, (list, tuple, np.ndarray)) or hasattr(a, "__array__"):
             out.extend(np.asarray(a).reshape(-1).tolist())
         else:
             out.append(a)
@@ -430,7 +431,9 @@ def host_transform(t: T.VectorType, args: tuple[Any, ...], kwargs: dict[str, Any
 
 
 def _is_sequence(value: Any) -> bool:
-    return isinstance(value, (list, tuple, np.ndarray))
+    """A list, tuple or array of components (NumPy, or a Torch tensor / JAX array)."""
+    return isinstance(value, (list, tuple, np.ndarray)) or \
+        (hasattr(value, "__array__") and getattr(value, "ndim", 0) > 0)
 
 
 def _is_number(value: Any) -> bool:

@@ -75,11 +75,80 @@ def test_bad_sources_raise():
         def __dlpack__(self, stream=None):
             return object()
 
-    with pytest.raises(TypeError, match="device_type=123, device_id=7"):
+    with pytest.raises(TypeError, match="Unsupported source device for DLPack: "
+                                        "device_type=123, device_id=7"):
         kc.from_dlpack(Elsewhere())
-    with pytest.raises(TypeError, match="must give a DLPack capsule, got object"):
+    with pytest.raises(TypeError, match="Expected a valid DLPack capsule, got object"):
         kc.from_dlpack(NotACapsule())
     capsule = kc.to_dlpack(kc.zeros(2, dtype=float))
     kc.from_dlpack(capsule)
     with pytest.raises(ValueError, match="consumed already"):
         kc.from_dlpack(capsule)  # a capsule is used once
+
+
+def test_cpu_export_takes_only_the_cpu_streams():
+    a = kc.array(np.arange(4, dtype=np.int64))
+    for stream in (None, -1):
+        np.testing.assert_array_equal(np.from_dlpack(_Exporter(a, stream)), [0, 1, 2, 3])
+    for stream in (0, 1, 2, -2, "nope"):
+        with pytest.raises(TypeError, match="DLPack stream must be None or -1 for CPU"):
+            a.__dlpack__(stream=stream)
+
+
+class _Exporter:
+    """Hands `a.__dlpack__(stream=...)` to a consumer that asks for no stream itself."""
+
+    def __init__(self, a, stream):
+        self.a, self.stream = a, stream
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+    def __dlpack__(self, **_):
+        return self.a.__dlpack__(stream=self.stream)
+
+
+@kc.kernel
+def bf16_to_f32(src: kc.array(dtype=kc.bfloat16), out: kc.array(dtype=float)):
+    i = kc.tid()
+    out[i] = kc.float32(src[i])
+
+
+def test_bfloat16_crosses_as_bfloat16(rng):
+    values = nonzero(rng, 6, np.float32)
+    a = kc.array(values, dtype=kc.bfloat16)
+    b = kc.from_dlpack(kc.to_dlpack(a))
+    assert b.dtype == kc.bfloat16 and b.ptr == a.ptr and b.shape == (6,)
+    out = kc.full(6, np.nan, dtype=float)
+    kc.launch(bf16_to_f32, 6, [b, out])
+    np.testing.assert_allclose(out.numpy(), values, rtol=1e-2)
+    with pytest.raises(RuntimeError, match="DLPack bfloat16 and kernelc uint16"):
+        kc.from_dlpack(kc.to_dlpack(a), dtype=kc.uint16)
+    with pytest.raises(RuntimeError, match="DLPack uint16 and kernelc bfloat16"):
+        kc.from_dlpack(np.zeros(2, np.uint16), dtype=kc.bfloat16)
+
+
+def test_bfloat16_with_torch(rng):
+    torch = pytest.importorskip("torch")
+    values = nonzero(rng, 5, np.float32)
+    a = kc.array(values, dtype=kc.bfloat16)
+    t = torch.from_dlpack(a)
+    assert t.dtype == torch.bfloat16 and t.data_ptr() == a.ptr
+    np.testing.assert_allclose(t.float().numpy(), values, rtol=1e-2)
+    source = torch.tensor(values).to(torch.bfloat16)
+    for given in (source, torch.utils.dlpack.to_dlpack(source)):
+        b = kc.from_dlpack(given)
+        assert b.dtype == kc.bfloat16 and b.ptr == source.data_ptr()
+        out = kc.full(5, np.nan, dtype=float)
+        kc.launch(bf16_to_f32, 5, [b, out])
+        np.testing.assert_array_equal(out.numpy(), source.float().numpy())
+
+
+def test_numpy_views_of_jax_arrays_are_shared_both_ways():
+    jax = pytest.importorskip("jax")
+    x = np.asarray(jax.numpy.arange(8, dtype=jax.numpy.float32))  # read-only
+    a = kc.array(x, dtype=kc.float32, copy=False)
+    assert a.ptr == x.ctypes.data  # as Warp: copy=False shares read-only memory too
+    j = jax.dlpack.from_dlpack(a, copy=False)
+    assert j.unsafe_buffer_pointer() == a.ptr
+    np.testing.assert_array_equal(np.asarray(j), np.arange(8))

@@ -181,6 +181,38 @@ def test_from_torch_errors(make, dtype, error, match):
         kc.from_torch(make(), dtype=dtype)
 
 
+def test_return_ctype_gives_the_descriptor_and_launches(rng):
+    v = _tensor(rng, (20, 3))
+    out = _poison((20,))
+    plain = kc.from_torch(v, dtype=kc.vec3, return_ctype=True)
+    assert (plain.data, plain.grad, plain.ndim) == (v.data_ptr(), 0, 1)
+    assert plain.shape == (20,) and plain.strides == (12,)
+    kc.launch(K.vec3_lengths, 20, inputs=[plain], outputs=[kc.from_torch(out)])
+    np.testing.assert_allclose(out.numpy(), np.linalg.norm(v.numpy(), axis=1), rtol=1e-6)
+    with_grad = kc.from_torch(v, dtype=kc.vec3, requires_grad=True, return_ctype=True)
+    assert with_grad.grad == v.grad.data_ptr() != 0
+    given = kc.zeros(20, dtype=kc.vec3)
+    assert kc.from_torch(v, dtype=kc.vec3, grad=given, return_ctype=True).grad == given.ptr
+
+
+def test_views_report_the_storage_left_as_capacity():
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    for view, left in ((base[1:3, 2:5], 64), (base[2:, 1::2], 44), (base[:, 3:], 84)):
+        assert kc.from_torch(view).capacity == left  # bytes from the view's start on
+
+
+def test_vectors_and_matrices_from_tensors():
+    assert list(kc.vec3(torch.tensor([1.0, 2.0, 3.0]))) == [1.0, 2.0, 3.0]
+    assert list(kc.quat(torch.tensor([1.0, 2.0, 3.0, 4.0]))) == [1.0, 2.0, 3.0, 4.0]
+    m = kc.mat22(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert (m[0, 1], m[1, 0]) == (2.0, 3.0)
+    assert list(kc.vec3(torch.tensor(2.5))) == [2.5, 2.5, 2.5]  # a 0-d tensor fills
+    v = kc.vec4()
+    v[1:] = torch.tensor([1.0, 2.0, 3.0])
+    assert list(v) == [0.0, 1.0, 2.0, 3.0]
+    t = kc.transform(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([4.0, 5.0, 6.0, 7.0]))
+    assert list(t) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+
 def test_to_torch_shares_memory_with_the_array_layout(rng):
     a = kc.array(nonzero(rng, 24, np.float32).reshape(4, 6))
     t = kc.to_torch(a)

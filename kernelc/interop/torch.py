@@ -260,19 +260,21 @@ def from_torch(t: torch.Tensor, dtype: Any = None, requires_grad: bool | None = 
     A `dtype` must be made of the tensor's scalar type, except that integers may switch
     sign and bools may be viewed as bytes. With `requires_grad` (by default when the
     tensor requires grad), the array's `.grad` is an array over `t.grad`, which is first
-    set to zeros if it is None. `return_ctype` is accepted for Warp compatibility:
-    kernelc returns the array, which launches take directly.
+    set to zeros if it is None. With `return_ctype`, the result is Warp's low-level
+    descriptor instead: an object with the `data` and `grad` addresses (0: none), `ndim`,
+    `shape` and byte `strides`, which launches take like the array.
 
     Args:
         t (torch.Tensor): The tensor, on the CPU or a CUDA device.
         dtype (Any): The element type, made of `t`'s scalars (default: `t`'s scalar type).
         requires_grad (bool | None): Give the array a `.grad` over `t.grad` (default: as `t`).
         grad (Any): The gradient to use instead: a `kc.array` or a tensor.
-        return_ctype (bool): Accepted for Warp compatibility; the array is returned.
+        return_ctype (bool): Return the descriptor (`data`, `grad`, `ndim`, `shape`,
+            `strides`) instead of the array.
         retain_grad (bool): See `kc.array`'s `retain_grad`.
 
     Returns:
-        The array sharing `t`'s memory.
+        The array sharing `t`'s memory (its descriptor with `return_ctype`).
 
     Raises:
         TypeError: `t` is not a tensor, or its dtype has no kernelc type.
@@ -308,6 +310,10 @@ def from_torch(t: torch.Tensor, dtype: Any = None, requires_grad: bool | None = 
     # Views, NumPy views and tensors made by to_torch hold on to the allocation. The
     # storage too: `t.data = other` would otherwise free the memory the array points at.
     result._alloc.owner = (t, storage)
+    if return_ctype:
+        from kernelc.interop.array_descriptor import ArrayDescriptor
+
+        return ArrayDescriptor(result)  # type: ignore[return-value]
     return result
 
 

@@ -190,6 +190,8 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         nbytes = memory.span(dims, steps, dtype.size) if capacity is None else int(capacity)
         alloc = memory.Allocation(int(ptr), nbytes, get_device(device))
         self._set(alloc, int(ptr), dims, steps, dtype)
+        if capacity is not None:  # as given, even for a strided layout (Warp's rule)
+            self.capacity = nbytes
 
     def _init_from_array(self, src: array, dtype: Type | None, shape: Shapelike | None,
                          device: Devicelike, copy: bool) -> None:
@@ -231,7 +233,8 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         if host.ndim == 0:
             raise ValueError(f"array data must be a sequence or array, got the scalar {data!r}")
         host = self._shape_host(host, dtype, inner, shape)
-        if not memory.aliasable(host, np_dtype, inner):
+        # Read-only memory is shared too (`np.asarray(jax_array)`), as Warp shares it.
+        if not memory.aliasable(host, np_dtype, inner, writeable=False):
             host, copy = np.array(host, order="C"), True  # private, packed and writeable
         dev = get_device(device)
         outer = host.ndim - len(inner)
@@ -349,9 +352,15 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
         self._require_memory("__dlpack__()")
         if not self.device.is_cpu:
             raise RuntimeError(f"DLPack export of arrays on {self.device} is not supported yet")
+        if stream is not None and stream != -1:  # the DLPack rule for CPU producers
+            raise TypeError(f"DLPack stream must be None or -1 for CPU device, got {stream!r}")
         options = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
-        # (bfloat16 goes as its bits: NumPy, which exports, has no DLPack bfloat16)
-        return self._values().__dlpack__(**{k: v for k, v in options.items() if v is not None})
+        capsule = self._values().__dlpack__(**{k: v for k, v in options.items() if v is not None})
+        if getattr(self.dtype, "dtype", self.dtype) == bfloat16:
+            from kernelc.runtime.dlpack_capsule import mark_bfloat16
+
+            return mark_bfloat16(capsule)  # NumPy exported the bits as uint16
+        return capsule
 
     def __dlpack_device__(self) -> tuple[int, int]:
         self._require_memory("__dlpack_device__()")

@@ -24,7 +24,7 @@ from kernelc.runtime.memory import (
     element_layout,
     resolve_dtype,
 )
-from kernelc.types import from_numpy_dtype
+from kernelc.types import bfloat16, from_numpy_dtype
 
 
 def from_numpy(arr: np.ndarray, dtype: Any = None, shape: Shapelike | None = None,
@@ -46,7 +46,7 @@ def from_dlpack(obj: Any, dtype: Any = None) -> array:
     whenever its layout allows (packed elements, non-negative strides), even where the
     producer marks it read-only (JAX): as in Warp, kernels then must not write it.
     """
-    from kernelc.runtime.dlpack_capsule import CapsuleSource, is_capsule
+    from kernelc.runtime.dlpack_capsule import CapsuleSource, is_capsule, take_bfloat16
 
     source = CapsuleSource(obj) if is_capsule(obj) else obj
     kind, ordinal = source.__dlpack_device__()
@@ -54,32 +54,40 @@ def from_dlpack(obj: Any, dtype: Any = None) -> array:
         raise RuntimeError(f"DLPack import from {get_device(f'cuda:{ordinal}')} is not "
                            f"supported yet")
     if kind not in (1, 3):  # kDLCPU, kDLCUDAHost
-        raise TypeError(f"unsupported source device for DLPack: device_type={kind}, "
+        raise TypeError(f"Unsupported source device for DLPack: device_type={kind}, "
                         f"device_id={ordinal}")
     capsule = source.__dlpack__()
     if not is_capsule(capsule):
-        raise TypeError(f"__dlpack__() must give a DLPack capsule, got "
-                        f"{type(capsule).__name__}")
+        raise TypeError(f"Expected a valid DLPack capsule, got {type(capsule).__name__} "
+                        f"(from {type(source).__name__}.__dlpack__())")
+    bf16 = take_bfloat16(capsule)
     host = np.from_dlpack(CapsuleSource(capsule))  # holds the producer's buffer
     if dtype is not None:
-        host = _reinterpreted(host, resolve_dtype(dtype))
+        host = _reinterpreted(host, resolve_dtype(dtype), bf16)
+    elif bf16:
+        dtype = bfloat16
     shared = over_host_memory(host, dtype)
     if shared is not None:
         return shared
     return array(host, dtype=typing.Any if dtype is None else dtype, device="cpu", copy=False)
 
 
-def _reinterpreted(host: np.ndarray, elem: Any) -> np.ndarray:
+def _reinterpreted(host: np.ndarray, elem: Any, bf16: bool = False) -> np.ndarray:
     """`host` seen as the scalars of `elem`, which must be of the same size (bools as
-    8-bit ints, signed ints as unsigned), as Warp allows; other types raise."""
+    8-bit ints, signed ints as unsigned), as Warp allows; other types raise. `bf16`: the
+    source holds bfloat16 values (here as their uint16 bits), which only bfloat16 takes."""
     scalar = getattr(elem, "dtype", elem)
     want = np.dtype(element_layout(scalar)[0])
     have = host.dtype
     same_bits = want.itemsize == have.itemsize
-    fits = (have.kind == "b" and same_bits and want.kind in "biu") or \
-        (have.kind in "iu" and same_bits and want.kind in "iu") or have == want
+    if bf16 or scalar == bfloat16:
+        fits = bf16 and scalar == bfloat16
+    else:
+        fits = (have.kind == "b" and same_bits and want.kind in "biu") or \
+            (have.kind in "iu" and same_bits and want.kind in "iu") or have == want
     if not fits:
-        name = f"bool{8 * have.itemsize}" if have.kind == "b" else have.name
+        name = "bfloat16" if bf16 else f"bool{8 * have.itemsize}" if have.kind == "b" \
+            else have.name
         raise RuntimeError(f"Incompatible data types: DLPack {name} and kernelc {scalar!r}")
     return host if have == want else host.view(want)
 

@@ -1,6 +1,10 @@
 """DLPack capsules given directly (`kc.from_dlpack(torch.utils.dlpack.to_dlpack(t))`), as
 Warp accepts them: the device is read from the capsule's tensor, and the capsule is handed
-to NumPy's importer through an object with the `__dlpack__` protocol."""
+to NumPy's importer through an object with the `__dlpack__` protocol.
+
+NumPy, which exports and imports kernelc's CPU memory, has no DLPack bfloat16: a bfloat16
+array is exported as its 16-bit words with the capsule's type code then set to bfloat16,
+and a bfloat16 capsule is imported the other way round (see `mark_bfloat16`)."""
 
 from __future__ import annotations
 
@@ -20,8 +24,16 @@ class _DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
 
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
 class _DLTensorHead(ctypes.Structure):  # the leading fields of DLTensor
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice)]
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType)]
+
+
+_UINT, _BFLOAT = 1, 4  # DLPack type codes (kDLUInt, kDLBfloat)
 
 
 class _VersionedHead(ctypes.Structure):  # DLManagedTensorVersioned up to its DLTensor
@@ -38,15 +50,7 @@ class CapsuleSource:
     """A DLPack capsule as an object NumPy's `from_dlpack` takes."""
 
     def __init__(self, capsule: Any):
-        name = _get_name(capsule)
-        if name not in _NAMES:
-            raise ValueError(f"a DLPack capsule is named 'dltensor' (or 'dltensor_versioned'), "
-                             f"not {name.decode() if name else None!r}: it was consumed "
-                             f"already, or is not a DLPack tensor")
-        address = _get_pointer(capsule, name)
-        if name == b"dltensor_versioned":
-            address += ctypes.sizeof(_VersionedHead)
-        head = _DLTensorHead.from_address(address)  # DLManagedTensor starts with DLTensor
+        head = _tensor_head(capsule)
         self.device = (head.device.device_type, head.device.device_id)
         self.capsule = capsule
 
@@ -55,3 +59,33 @@ class CapsuleSource:
 
     def __dlpack__(self, **_: Any) -> Any:  # NumPy passes stream/max_version/copy
         return self.capsule
+
+
+def _tensor_head(capsule: Any) -> _DLTensorHead:
+    """The leading fields of the capsule's DLTensor (in place: writes change the tensor)."""
+    name = _get_name(capsule)
+    if name not in _NAMES:
+        raise ValueError(f"a DLPack capsule is named 'dltensor' (or 'dltensor_versioned'), "
+                         f"not {name.decode() if name else None!r}: it was consumed "
+                         f"already, or is not a DLPack tensor")
+    address = _get_pointer(capsule, name)
+    if name == b"dltensor_versioned":
+        address += ctypes.sizeof(_VersionedHead)
+    return _DLTensorHead.from_address(address)  # DLManagedTensor starts with DLTensor
+
+
+def mark_bfloat16(capsule: Any) -> Any:
+    """`capsule` (NumPy's export of bfloat16 bits as uint16) retyped as bfloat16, as
+    Torch and JAX read it; the capsule is not consumed yet, so its tensor is ours to edit."""
+    _tensor_head(capsule).dtype.code = _BFLOAT
+    return capsule
+
+
+def take_bfloat16(capsule: Any) -> bool:
+    """Whether `capsule` holds bfloat16 values; if so they are retyped as uint16 (their
+    bits, which NumPy imports), as the consumer that now owns the tensor may."""
+    dtype = _tensor_head(capsule).dtype
+    if (dtype.code, dtype.bits, dtype.lanes) != (_BFLOAT, 16, 1):
+        return False
+    dtype.code = _UINT
+    return True
