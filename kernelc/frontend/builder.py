@@ -45,7 +45,7 @@ class IRBuilder:
         # emitted, which run once per block (by id, read before any pass rebuilds them),
         # and the slots holding a block's shared storage (tiles), not one lane's.
         self.in_collective = False
-        self.collective: set[int] = set()
+        self.collective: dict[int, ir.Stmt] = {}  # (holding the statement keeps its id unique)
         self.block_slots: set[int] = set()
 
     def new_value(self, type: T.Type) -> ir.Value:
@@ -61,7 +61,7 @@ class IRBuilder:
     def append(self, stmt: ir.Stmt) -> None:
         self._blocks[-1].append(stmt)
         if self.in_collective:
-            self.collective.add(id(stmt))
+            self.collective[id(stmt)] = stmt
 
     @contextmanager
     def collective_code(self, on: bool = True) -> Iterator[None]:

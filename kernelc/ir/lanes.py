@@ -34,8 +34,8 @@ _CONTROL = (ir.If, ir.For, ir.While)
 _COLLECTIVE = "C"  # the region of collective code
 
 
-def split_lanes(fn: ir.Function, collective: set[int], block_slots: set[int], lanes: int,
-                next_id: int) -> ir.Function:
+def split_lanes(fn: ir.Function, collective: Iterable[int], block_slots: set[int],
+                lanes: int, next_id: int) -> ir.Function:
     """`fn` (a kernel just lowered, its collective statements' ids in `collective`) as a
     kernel run once per block of `lanes` lanes."""
     return _LaneSplit(fn, collective, block_slots, lanes, next_id).run()
@@ -79,7 +79,7 @@ class _LaneLoop:
 
 
 class _LaneSplit:
-    def __init__(self, fn: ir.Function, collective: set[int], block_slots: set[int],
+    def __init__(self, fn: ir.Function, collective: Iterable[int], block_slots: set[int],
                  lanes: int, next_id: int):
         self.fn = fn
         self.marked = set(collective)
