@@ -349,4 +349,4 @@ def test_build_reports_builtin_activities(rng):
         grid.build(points, 1.0)
     assert user.timing_results == []
     names = [r.name for r in builtin.timing_results]
-    assert "builtin kernel compute_cells" in names and "builtin kernel mark_cells" in names
+    assert "builtin kernel cell_keys" in names and "builtin kernel mark_cells" in names

@@ -3,7 +3,9 @@
 `build(points, radius)` buckets the points into cubic cells of width `radius` (the grid
 wraps around, so it covers all of space with `dim_x * dim_y * dim_z` cells) with three
 passes of kernels: the cell of every point, a stable sort of (cell, point) pairs, and the
-first and last slot of every cell. Kernels receive `grid.id` (a `uint64`) and iterate with
+first and last slot of every cell (on the CPU the sort is `hash_grid_sort.CellSort`, a
+counting sort by cell, and only the cells the last build filled are emptied first).
+Kernels receive `grid.id` (a `uint64`) and iterate with
 `kc.hash_grid_query` / `kc.hash_grid_query_next`.
 
 A build with `groups` (one int32 group id per point, for independent worlds sharing one grid)
@@ -67,6 +69,11 @@ class HashGrid:
         self._keys: array | None = None  # 2n int32: cells, then sort scratch
         self._values: array | None = None  # 2n int32: point indices, then sort scratch
         self._group_keys: array | None = None  # 2n uint64: grouped builds' keys and scratch
+        self._cell_sort = None  # the CPU build's sort scratch (hash_grid_sort.CellSort)
+        # How many sorted cells at the start of `_keys` name every marked cell (for a CPU
+        # build to empty just those), or None when unknown (it zeroes the whole table)
+        self._marked: int | None = 0
+        self._captured = False  # built in a graph capture: replays mark cells unseen here
         self.point_ids: array | None = None
         self.groups: array | None = None
         from kernelc.spatial.hash_grid_lang import DESCRIPTOR_SIZE
@@ -91,6 +98,8 @@ class HashGrid:
         if n < 0:
             raise ValueError("num_points must be >= 0")
         if self._keys is None or self._keys.size < 2 * n:
+            if self._marked:
+                self._marked = None  # the sorted cells go with the old scratch
             self._keys = zeros(2 * max(n, 1), dtype=T.int32, device=self.device)
             self._values = zeros(2 * max(n, 1), dtype=T.int32, device=self.device)
         if with_groups and (self._group_keys is None or self._group_keys.size < 2 * n):
@@ -128,12 +137,20 @@ class HashGrid:
         self.num_points, self.cell_width, self.groups = n, radius, groups
         np_float = self.dtype.np_dtype.type
         inv = np_float(1) / np_float(radius)  # in the grid's precision, as the queries use it
-        self.cell_starts.zero_()
-        self.cell_ends.zero_()
         cells = self.dim_x * self.dim_y * self.dim_z
         cell_bits = max(1, (cells - 1).bit_length())
         dims = [self.dim_x, self.dim_y, self.dim_z]
-        if n and groups is None:
+        fast = self.device.is_cpu and groups is None
+        self._clear_cells(cells, fast)
+        if n and fast:
+            from kernelc.spatial.hash_grid_sort import CellSort
+
+            if self._cell_sort is None:
+                self._cell_sort = CellSort(self.device)
+            self._cell_sort.sort(points, inv, dims, cell_bits, n, self._keys, self._values)
+            launch(lang.mark_cells, n, [self._keys, n, self.cell_starts, self.cell_ends],
+                   device=self.device)
+        elif n and groups is None:
             launch(lang.compute_cells, n, [points, inv, *dims, self._keys, self._values],
                    device=self.device)
             # Cells are in [0, cells): sorting on their low bits alone is enough.
@@ -147,7 +164,27 @@ class HashGrid:
             launch(lang.mark_group_cells, n, [self._group_keys, n, self.cell_starts,
                                               self.cell_ends], device=self.device)
         self.point_ids = self._values[:n] if n else None
+        self._marked = n if fast else None
         self._write_descriptor(inv)
+
+    def _clear_cells(self, cells: int, fast: bool) -> None:
+        """Empties every cell before a build: on the CPU only the cells the last build
+        marked where they are few (their sorted cells are still at the start of `_keys`);
+        else, and for good once the grid was built in a graph capture, the whole table."""
+        from kernelc.runtime.context import get_runtime
+        from kernelc.runtime.launch import launch
+        from kernelc.spatial.hash_grid_sort import clear_cells
+
+        if get_runtime().extras.get("capture") is not None:
+            self._captured = True
+        marked = None if self._captured else self._marked
+        if fast and marked is not None and marked < cells // 4:
+            if marked:
+                launch(clear_cells, marked, [self._keys, self.cell_starts, self.cell_ends],
+                       device=self.device)
+            return
+        self.cell_starts.zero_()
+        self.cell_ends.zero_()
 
     def _write_descriptor(self, inv: Any = 0.0) -> None:
         from kernelc.spatial import hash_grid_lang as lang
