@@ -11,6 +11,7 @@ import pytest
 
 import kernelc as kc
 from kernelc.builtins import BUILTINS
+from kernelc.ir import semantics
 from tests.conftest import nonzero, poisoned, run_warp
 
 # NumPy reference and input domain of every one-argument float builtin.
@@ -213,6 +214,29 @@ def test_casts_truncate_and_saturate_nan_is_zero():
         assert out.numpy().tolist() == [sat(v, dtype) for v in x], dtype
     np.testing.assert_array_equal(outs[5].numpy(), x.astype(np.float32))
     assert outs[6].numpy().tolist() == [bool(v) for v in x]
+
+
+@kc.kernel
+def convert_any(x: typing.Any, out: typing.Any):
+    i = kc.tid()
+    out[i] = out.dtype(x[i])
+
+
+@pytest.mark.parametrize("src", [kc.float32, kc.float64], ids=repr)
+def test_float_to_int_saturates_at_every_width_in_long_launches(src):
+    # Long enough that the loop over threads runs vectorised: each conversion is a plain
+    # one plus selects there, which must agree with the scalar definition at every edge.
+    edges = [0.0, -0.0, 0.5, -0.99, 127.9, 128.0, -128.0, -129.0, 255.9, 256.0, 32768.0,
+             -32769.0, 65536.0, 2.0**31 - 128, 2.0**31, -2.0**31, -2.0**31 - 256, 2.0**32,
+             2.0**63, -2.0**63, 2.0**64, 1e30, -1e30, np.inf, -np.inf, np.nan, 3.7, -3.7]
+    rng = np.random.default_rng(3)
+    x = np.concatenate([edges * 8, rng.uniform(-3e9, 3e9, 200)]).astype(src.np_dtype)
+    for dst in (kc.int8, kc.int16, kc.int32, kc.int64, kc.uint8, kc.uint16, kc.uint32,
+                kc.uint64):
+        out = poisoned(len(x), dst.np_dtype)
+        kc.launch(convert_any, len(x), inputs=[kc.array(x, dtype=src)], outputs=[out])
+        want = [semantics.to_type(float(v), dst) for v in x]
+        assert out.numpy().tolist() == want, dst
 
 
 def test_integer_casts_wrap():

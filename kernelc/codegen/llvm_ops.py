@@ -312,6 +312,8 @@ def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
     if src.is_float and dst.is_float:
         return b.fptrunc(x, target) if dst.bits < src.bits else b.fpext(x, target)
     if src.is_float:  # saturating, NaN -> 0: defined for every input
+        if src.bits >= 32:
+            return _float_to_int(b, x, dst, target)
         base = "llvm.fptosi.sat" if dst.kind == "int" else "llvm.fptoui.sat"
         name = f"{base}.{mangled(target)}.{mangled(x.type)}"
         return b.call(declare(b.module, name, target, [x.type]), [x])
@@ -322,6 +324,22 @@ def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
     if dst.bits > src.bits:
         return b.sext(x, target) if src.kind == "int" else b.zext(x, target)
     return x  # same width, other signedness: same bits
+
+
+def _float_to_int(b: ll.IRBuilder, x: ll.Value, dst: T.ScalarType, target: ll.Type):
+    """`llvm.fpto[su]i.sat` (saturating, NaN -> 0) spelt as a plain conversion and three
+    selects, which LLVM's loop vectoriser takes where it leaves the intrinsic scalar. The
+    bounds are powers of two, exact in float32 and float64; out of range, the plain
+    conversion's (poison) result is never selected."""
+    signed = dst.kind == "int"
+    top = 2 ** (dst.bits - 1) if signed else 2 ** dst.bits
+    low, low_f = (-top, float(-top)) if signed else (0, -1.0)
+    raw = b.fptosi(x, target) if signed else b.fptoui(x, target)
+    out = b.select(b.fcmp_ordered(">=", x, ll.Constant(x.type, float(top))),
+                   ll.Constant(target, top - 1), raw)
+    below = b.fcmp_ordered("<" if signed else "<=", x, ll.Constant(x.type, low_f))
+    out = b.select(below, ll.Constant(target, low), out)
+    return b.select(b.fcmp_unordered("uno", x, x), ll.Constant(target, 0), out)
 
 
 def intrinsic(b: ll.IRBuilder, name: str, args: list[ll.Value]):
