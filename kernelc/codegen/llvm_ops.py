@@ -312,11 +312,9 @@ def cast(b: ll.IRBuilder, x, src: T.ScalarType, dst: T.ScalarType):
     if src.is_float and dst.is_float:
         return b.fptrunc(x, target) if dst.bits < src.bits else b.fpext(x, target)
     if src.is_float:  # saturating, NaN -> 0: defined for every input
-        if src.bits >= 32:
-            return _float_to_int(b, x, dst, target)
-        base = "llvm.fptosi.sat" if dst.kind == "int" else "llvm.fptoui.sat"
-        name = f"{base}.{mangled(target)}.{mangled(x.type)}"
-        return b.call(declare(b.module, name, target, [x.type]), [x])
+        if src.bits < 32:  # a half is exact in float32, where the bounds are too
+            x = b.fpext(x, like(x, ll.FloatType()))
+        return _float_to_int(b, x, dst, target)
     if dst.is_float:
         return b.sitofp(x, target) if src.kind == "int" else b.uitofp(x, target)
     if dst.bits < src.bits:
