@@ -84,8 +84,7 @@ def count_work(kernel, arg_types, dims, lanes: int = 1) -> tuple[float | None, f
     if cached is None:
         from kernelc.ir.passes import run_pipeline
 
-        module = kernel.get_ir(tuple(arg_types)) if lanes == 1 else \
-            kernel.get_ir(tuple(arg_types), lanes=lanes)
+        module = kernel.get_ir(tuple(arg_types), lanes=lanes)
         cached = (*per_thread_work(run_pipeline(module)), module.kernel.lanes)
         kernel.compiled[key] = cached
     f, b, per = cached

@@ -79,8 +79,7 @@ def _struct_definitions(module: ir.Module) -> str:
 
 
 def optimized_ir(kernel, arg_types: tuple[T.Type, ...], lanes: int = 1) -> ir.Module:
-    lowered = kernel.get_ir(arg_types) if lanes == 1 else kernel.get_ir(arg_types, lanes=lanes)
-    module = run_pipeline(lowered, dump=config.dump_ir)
+    module = run_pipeline(kernel.get_ir(arg_types, lanes=lanes), dump=config.dump_ir)
     if config.verify_fp:
         from kernelc.ir.passes.fp_checks import insert_fp_checks
 

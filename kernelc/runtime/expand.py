@@ -154,8 +154,7 @@ def reduction_params(kernel: Any, compiled: Any, values: Sequence[Any]) -> dict[
 
     found = getattr(compiled, "reduction_targets", None)
     if found is None:  # analysed once per compiled kernel: by parameter index
-        fn = (kernel.get_ir(compiled.params) if compiled.lanes == 1
-              else kernel.get_ir(compiled.params, lanes=compiled.lanes)).kernel
+        fn = kernel.get_ir(compiled.params, lanes=compiled.lanes).kernel
         index = {p.id: i for i, p in enumerate(fn.params)}
         # Thread-private arrays (`compiled.private_params`, by value id) see no contention.
         found = {index[pid]: kind for pid, kind in reduction_targets(fn).items()

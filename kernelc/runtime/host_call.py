@@ -122,8 +122,9 @@ class HostFunction:
 
     # ---- what get_cpu_kernel needs --------------------------------------------------------
 
-    def get_ir(self, arg_types: tuple[T.Type, ...] | None = None) -> ir.Module:
-        return self._module
+    def get_ir(self, arg_types: tuple[T.Type, ...] | None = None, lanes: int = 1
+               ) -> ir.Module:
+        return self._module  # (a host call is one thread: never run in CPU blocks)
 
     def _build_ir(self) -> ir.Module:
         from kernelc.frontend.builder import IRBuilder

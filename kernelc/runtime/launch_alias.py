@@ -36,13 +36,10 @@ def makes_promises(kernel: Any, types: tuple[T.Type, ...], lanes: int = 1) -> bo
         known = kernel._kc_promises = {}
     found = known.get((types, lanes))
     if found is None:
-        module = _ir(kernel, types, lanes)
+        module = kernel.get_ir(types, lanes=lanes)
         found = known[(types, lanes)] = any(_writes(fn) for fn in (module.kernel, *module.funcs))
     return found
 
-
-def _ir(kernel: Any, types: tuple[T.Type, ...], lanes: int) -> ir.Module:
-    return kernel.get_ir(types) if lanes == 1 else kernel.get_ir(types, lanes=lanes)
 
 
 def _writes(fn: ir.Function) -> bool:
@@ -71,7 +68,7 @@ def wide_launch(kernel: Any, types: tuple[T.Type, ...], dims: tuple[int, ...],
         known = kernel._kc_tid_arity = {}
     arity = known.get((types, lanes))
     if arity is None:
-        fn = _ir(kernel, types, lanes).kernel
+        fn = kernel.get_ir(types, lanes=lanes).kernel
         if fn.lanes > 1:  # run once per block: every tid() reads the launch's whole shape
             known[(types, lanes)] = 4
             return False
