@@ -152,8 +152,9 @@ def to_jax(arr: array) -> Any:
     (every kernelc allocation is); a strided view is first made contiguous. Vector and
     matrix elements become trailing axes. JAX treats its arrays as immutable, so the
     kernelc array should not be written while the JAX array is in use. In JAX's default
-    32-bit mode, 64-bit values are converted (copied) to 32 bits. CUDA arrays go as far as
-    kernelc's DLPack export allows.
+    32-bit mode, 64-bit values are converted (copied) to 32 bits. A CUDA array becomes a
+    JAX array on the same GPU, which JAX uses after the work queued so far on kernelc's
+    current stream.
 
     Args:
         arr (array): The kernelc array.
@@ -190,29 +191,31 @@ def from_jax(jax_array: Any, dtype: Any = None) -> array:
     Raises:
         TypeError: `dtype` does not fit the JAX array's scalar type or trailing axes.
     """
+    scalar = dtype_from_jax(jax_array.dtype)
+    have = element_layout(scalar)[0]  # (bfloat16: its bits, uint16)
+    elem = scalar if dtype is None else resolve_dtype(dtype)
+    np_dtype, inner = element_layout(elem)
+    if np_dtype != have:
+        raise TypeError(f"cannot view a JAX array of {have} as {elem!r}")
+    shape = tuple(jax_array.shape)
+    outer = len(shape) - len(inner)
+    if outer < 1 or shape[outer:] != inner:
+        raise TypeError(f"a JAX array of shape {shape} does not end in the element shape "
+                        f"{inner} of {elem!r}")
+    if outer > MAX_DIMS:
+        raise ValueError(f"kernelc arrays have at most {MAX_DIMS} dimensions; the JAX array "
+                         f"has {outer} outside the element shape")
     kind, _ = jax_array.__dlpack_device__()
-    if kind not in (1, 3):  # kDLCPU, kDLCUDAHost: anything else takes kernelc's DLPack import
+    if kind not in (1, 3):  # kDLCPU, kDLCUDAHost: a GPU array takes kernelc's DLPack import
         from kernelc.runtime.array_interop import from_dlpack
 
-        return from_dlpack(jax_array, dtype=dtype)
-    scalar = dtype_from_jax(jax_array.dtype)
+        return from_dlpack(jax_array, dtype=elem)
     if scalar == T.bfloat16:  # NumPy takes no DLPack bfloat16: view the bits instead
         import jax
         import jax.numpy as jnp
 
         jax_array = jax.lax.bitcast_convert_type(jax_array, jnp.uint16)
     host = np.from_dlpack(jax_array)  # read-only view of JAX's buffer; it holds the buffer
-    elem = scalar if dtype is None else resolve_dtype(dtype)
-    np_dtype, inner = element_layout(elem)
-    if np_dtype != host.dtype:
-        raise TypeError(f"cannot view a JAX array of {host.dtype} as {elem!r}")
-    outer = host.ndim - len(inner)
-    if outer < 1 or host.shape[outer:] != inner:
-        raise TypeError(f"a JAX array of shape {host.shape} does not end in the element shape "
-                        f"{inner} of {elem!r}")
-    if outer > MAX_DIMS:
-        raise ValueError(f"kernelc arrays have at most {MAX_DIMS} dimensions; the JAX array "
-                         f"has {outer} outside the element shape")
     shared = over_host_memory(host, elem)
     if shared is None:
         raise TypeError(f"cannot view a JAX array with strides {host.strides} as {elem!r}")

@@ -351,7 +351,9 @@ class array(GradMixin, AccessMixin, ArithmeticMixin):
                    dl_device: Any = None, copy: bool | None = None) -> Any:
         self._require_memory("__dlpack__()")
         if not self.device.is_cpu:
-            raise RuntimeError(f"DLPack export of arrays on {self.device} is not supported yet")
+            from kernelc.runtime.dlpack_cuda import export_array
+
+            return export_array(self, stream, max_version, dl_device, copy)
         if stream is not None and stream != -1:  # the DLPack rule for CPU producers
             raise TypeError(f"DLPack stream must be None or -1 for CPU device, got {stream!r}")
         options = {"max_version": max_version, "dl_device": dl_device, "copy": copy}

@@ -45,14 +45,22 @@ def from_dlpack(obj: Any, dtype: Any = None) -> array:
     `dtype` (e.g. `kc.vec3`) turns trailing axes into elements. The memory is shared
     whenever its layout allows (packed elements, non-negative strides), even where the
     producer marks it read-only (JAX): as in Warp, kernels then must not write it.
+
+    CUDA memory (also managed memory) is always shared, as an array on `cuda:N`; the
+    producer orders its pending work before kernelc's current stream on that device (a
+    bare capsule cannot be asked to: synchronize first). A layout kernels cannot read
+    (negative strides, a vector dtype over non-dense trailing axes) raises RuntimeError.
     """
     from kernelc.runtime.dlpack_capsule import CapsuleSource, is_capsule, take_bfloat16
 
     source = CapsuleSource(obj) if is_capsule(obj) else obj
     kind, ordinal = source.__dlpack_device__()
-    if kind == 2:
-        raise RuntimeError(f"DLPack import from {get_device(f'cuda:{ordinal}')} is not "
-                           f"supported yet")
+    if kind in (2, 13):  # kDLCUDA, kDLCUDAManaged
+        from kernelc.runtime.dlpack_cuda import import_array
+
+        if source is obj:
+            return import_array(obj, None, ordinal, dtype)
+        return import_array(None, obj, ordinal, dtype)  # a capsule takes no stream
     if kind not in (1, 3):  # kDLCPU, kDLCUDAHost
         raise TypeError(f"Unsupported source device for DLPack: device_type={kind}, "
                         f"device_id={ordinal}")
@@ -76,9 +84,16 @@ def _reinterpreted(host: np.ndarray, elem: Any, bf16: bool = False) -> np.ndarra
     """`host` seen as the scalars of `elem`, which must be of the same size (bools as
     8-bit ints, signed ints as unsigned), as Warp allows; other types raise. `bf16`: the
     source holds bfloat16 values (here as their uint16 bits), which only bfloat16 takes."""
+    want = reinterpreted_scalar(host.dtype, elem, bf16)
+    return host if host.dtype == want else host.view(want)
+
+
+def reinterpreted_scalar(have: np.dtype, elem: Any, bf16: bool = False) -> np.dtype:
+    """The NumPy scalar type of `elem` (a scalar, vector or matrix type) if memory of
+    `have` scalars (bfloat16 bits where `bf16`) may be read as it, as `_reinterpreted`
+    allows; raises RuntimeError otherwise."""
     scalar = getattr(elem, "dtype", elem)
     want = np.dtype(element_layout(scalar)[0])
-    have = host.dtype
     same_bits = want.itemsize == have.itemsize
     if bf16 or scalar == bfloat16:
         fits = bf16 and scalar == bfloat16
@@ -89,7 +104,7 @@ def _reinterpreted(host: np.ndarray, elem: Any, bf16: bool = False) -> np.ndarra
         name = "bfloat16" if bf16 else f"bool{8 * have.itemsize}" if have.kind == "b" \
             else have.name
         raise RuntimeError(f"Incompatible data types: DLPack {name} and kernelc {scalar!r}")
-    return host if have == want else host.view(want)
+    return want
 
 
 def over_host_memory(host: np.ndarray, dtype: Any = None) -> array | None:
@@ -109,7 +124,9 @@ def over_host_memory(host: np.ndarray, dtype: Any = None) -> array | None:
 
 def to_dlpack(arr: array) -> Any:
     """A DLPack capsule sharing `arr`'s memory (Warp's `wp.to_dlpack`; same as
-    `arr.__dlpack__()`), for `from_dlpack` functions of other libraries."""
+    `arr.__dlpack__()`), for `from_dlpack` functions of other libraries. For a CUDA array,
+    the legacy default stream is made to wait for the work queued on kernelc's current
+    stream, as DLPack's `stream=None` asks."""
     if not isinstance(arr, array):
         raise TypeError(f"to_dlpack() needs a kernelc array, got {type(arr).__name__}")
     return arr.__dlpack__()
