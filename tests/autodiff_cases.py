@@ -51,11 +51,12 @@ def tape_backward(loss, launches):
 
 
 def report(loss=None, **named):
-    """The loss, each array's values and each array's gradient, as NumPy arrays."""
-    result = {} if loss is None else {"loss": loss.numpy()}
+    """The loss, each array's values and each array's gradient, as NumPy copies (a CPU
+    array's `.numpy()` is a view, which later launches would change)."""
+    result = {} if loss is None else {"loss": loss.numpy().copy()}
     for name, a in named.items():
-        result[name] = a.numpy()
-        result[name + ".grad"] = a.grad.numpy()
+        result[name] = a.numpy().copy()
+        result[name + ".grad"] = a.grad.numpy().copy()
     return result
 
 

@@ -11,6 +11,11 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("KERNELC_VERIFY_IR", "1")  # the IR verifier runs after every pass
+# Tests (and the interpreters they start) default to the CPU, also on a machine with a GPU;
+# KERNELC_DEVICE=cuda:0 runs them with the GPU as the default device instead.
+os.environ.setdefault("KERNELC_DEVICE", "cpu")
+# JAX on a GPU takes most of its memory up front; test workers share the GPU.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import kernelc as kc  # noqa: E402
 
@@ -23,6 +28,22 @@ def kernel_cache_dir(tmp_path_factory):
     kc.config.kernel_cache_dir = str(path)
     yield path
     kc.config.kernel_cache_dir = previous
+
+
+@pytest.fixture
+def jax_on_the_cpu(request):
+    """New JAX arrays on the CPU (JAX prefers a GPU when it has one), as the suite's CPU
+    tests expect; `cuda`-marked tests keep JAX's choice."""
+    try:
+        import jax
+    except ImportError:
+        jax = None
+    if jax is None or request.node.get_closest_marker("cuda") is not None or \
+            os.environ.get("KERNELC_DEVICE") != "cpu":
+        yield
+        return
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
 
 
 @pytest.fixture

@@ -4,8 +4,10 @@ and end-to-end device tests marked `cuda` (skipped without a GPU)."""
 from __future__ import annotations
 
 import ctypes
+import gc
 import struct
 import time
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
@@ -36,6 +38,17 @@ def count_sign(x: kc.array(dtype=float), counts: kc.array(dtype=int)):
         kc.atomic_add(counts, 0, 1)
     else:
         kc.atomic_add(counts, 1, 1)
+
+
+@kc.struct
+class Gains:
+    scale: float
+
+
+@kc.kernel
+def scale_by(x: kc.array(dtype=float), gains: Gains):
+    i = kc.tid()
+    x[i] = x[i] * gains.scale
 
 
 @kc.kernel
@@ -264,3 +277,27 @@ def test_kernel_history_execution_time(gpu):
     time.sleep(0)
     entry = kc.kernel_history()[-1]
     assert entry["name"] == "saxpy" and entry["execution_time"] > 0.0
+
+
+@pytest.mark.cuda
+def test_repeated_launches_reuse_the_packing_and_see_changes(gpu, rng):
+    n = 4096
+    x0, y0 = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    x, y = kc.array(x0, device=gpu), kc.array(y0, device=gpu)
+    alpha = 0.5
+    for _ in range(3):  # the same objects: the second and third launches reuse the packing
+        kc.launch(saxpy, n, inputs=[x, y, alpha], device=gpu)
+    np.testing.assert_allclose(y.numpy(), y0 + 1.5 * x0, rtol=1e-5, atol=1e-6)
+    kc.launch(saxpy, n, inputs=[y, x, 2.0], device=gpu)  # swapped buffers, a new scalar
+    np.testing.assert_allclose(x.numpy(), x0 + 2.0 * (y0 + 1.5 * x0), rtol=1e-5, atol=1e-6)
+    gone = weakref.ref(y)
+    del y
+    gc.collect()
+    assert gone() is None  # the remembered launch does not keep its arrays alive
+    gains = Gains()
+    gains.scale = 3.0
+    z = kc.array(x0, device=gpu)
+    kc.launch(scale_by, n, inputs=[z, gains], device=gpu)
+    gains.scale = -2.0  # changed in place: the next launch must see it
+    kc.launch(scale_by, n, inputs=[z, gains], device=gpu)
+    np.testing.assert_allclose(z.numpy(), x0 * -6.0, rtol=1e-6)

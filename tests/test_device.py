@@ -22,6 +22,7 @@ def fresh_devices(monkeypatch):
     saved_table = runtime.extras.pop("devices", None)
     saved_current = runtime.current_device
     runtime.current_device = None
+    monkeypatch.delenv("KERNELC_DEVICE", raising=False)  # the suite's own choice
     yield monkeypatch
     runtime.extras.pop("devices", None)
     if saved_table is not None:
@@ -174,6 +175,22 @@ def test_default_device_is_cuda0_when_available(fresh_devices):
     install(fresh_devices, fake_cuda(count=2))
     assert kc.get_device() == "cuda:0"
     assert kc.get_device("cuda") == "cuda:0"
+
+
+@pytest.mark.parametrize("chosen", ["cpu", "cuda:1"])
+def test_kernelc_device_chooses_the_first_current_device(fresh_devices, chosen):
+    install(fresh_devices, fake_cuda(count=2))
+    fresh_devices.setenv("KERNELC_DEVICE", chosen)
+    assert kc.get_device() == chosen
+    kc.set_device("cuda:0")  # only the first choice comes from the environment
+    assert kc.get_device() == "cuda:0"
+
+
+def test_kernelc_device_must_name_a_device(fresh_devices):
+    install(fresh_devices, fake_cuda(count=1))
+    fresh_devices.setenv("KERNELC_DEVICE", "cuda:3")
+    with pytest.raises(ValueError, match="cuda:3"):
+        kc.get_device()
 
 
 def test_cuda_alias_follows_the_current_cuda_device(fresh_devices):

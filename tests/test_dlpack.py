@@ -9,6 +9,8 @@ import pytest
 import kernelc as kc
 from tests.conftest import nonzero
 
+pytestmark = pytest.mark.usefixtures("jax_on_the_cpu")
+
 
 @kc.kernel
 def double(a: kc.array(dtype=float)):

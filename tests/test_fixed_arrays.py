@@ -341,3 +341,22 @@ def test_cuda_c_of_local_arrays_runs_on_the_host():
 def test_nvrtc_compiles_local_array_kernels(kernel):
     pytest.importorskip("cuda.bindings.nvrtc")
     assert kc.compile(kernel, target="cuda", arch=80).binary
+
+
+@pytest.mark.cuda
+def test_local_array_atomics_on_a_gpu_match_the_cpu():
+    if not kc.is_cuda_available():
+        pytest.skip("no CUDA device")
+    rng = np.random.default_rng(5)
+    n = 300
+    x = nonzero(rng, n, np.float32)
+    results = {}
+    for device in ("cpu", "cuda:0"):
+        ints = kc.array(np.full((n, 3), -7, np.int32), device=device)
+        dists = kc.full(n, np.nan, dtype=float, device=device)
+        vecs = kc.full(n, kc.vec3(np.nan, np.nan, np.nan), dtype=kc.vec3, device=device)
+        kc.launch(elements, dim=n, inputs=[kc.array(x, device=device), vecs, ints, dists],
+                  device=device)
+        results[device] = (vecs.numpy(), ints.numpy(), dists.numpy())
+    for cpu, gpu in zip(results["cpu"], results["cuda:0"]):
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-6)

@@ -19,6 +19,7 @@ from tests import jax_interop_kernels as K  # noqa: E402
 from tests.conftest import nonzero, run_python, run_warp  # noqa: E402
 
 F32 = np.float32
+pytestmark = pytest.mark.usefixtures("jax_on_the_cpu")
 
 
 def rand(rng, *shape, low=-2.0, high=2.0):

@@ -527,7 +527,8 @@ def test_gpu_matches_cpu(inputs):
     v3 = kc.zeros((N, 5), dtype=kc.vec3, device="cuda:0")
     ints = kc.zeros((N, 5), dtype=kc.uint32, device="cuda:0")
     kc.launch(sample_all, N, inputs=[11, lams, kc.array(inputs["cdf"], dtype=float,
-                                                        device="cuda:0"), v2, v3, ints])
+                                                        device="cuda:0"), v2, v3, ints],
+              device="cuda:0")
     # CUDA's libm may round a last bit differently; a rejection test could then flip.
     assert (ints.numpy() == cpu["ints"]).mean() > 0.99
     np.testing.assert_allclose(v2.numpy(), cpu["v2"], rtol=1e-5, atol=2e-6)
@@ -535,5 +536,5 @@ def test_gpu_matches_cpu(inputs):
     noise = kc.zeros((N, 16), dtype=float, device="cuda:0")
     kc.launch(noise_all, N, inputs=[42, kc.array(inputs["xs"], dtype=kc.vec4, device="cuda:0"),
                                     kc.array(inputs["ps"], dtype=kc.vec4, device="cuda:0"),
-                                    noise])
+                                    noise], device="cuda:0")
     np.testing.assert_allclose(noise.numpy(), _run_noise(inputs), rtol=1e-5, atol=2e-6)

@@ -11,6 +11,7 @@ the kernels' CUDA-C, compiled by NVRTC and run through the host harness.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import inspect
 import shutil
@@ -332,8 +333,10 @@ def test_grid_sequences_and_blind_data(tmp_path):
         with pytest.raises(RuntimeError, match="feature array 0 lies outside the grid"):
             kc.Volume(kc.array(bad, dtype=kc.uint8))
     struct.pack_into("<qQI", bad, size, -size, 8, 1)  # in the grid, before its metadata
-    np.testing.assert_array_equal(kc.Volume(kc.array(bad, dtype=kc.uint8)).feature_array(
-        0, dtype=kc.uint8).numpy(), blob[:8])
+    features = kc.Volume(kc.array(bad, dtype=kc.uint8)).feature_array(0, dtype=kc.uint8)
+    gc.collect()  # the volume is gone: its feature array keeps the buffer alive
+    scratch = [kc.full(len(bad), 7, dtype=kc.uint8) for _ in range(4)]  # noqa: F841
+    np.testing.assert_array_equal(features.numpy(), blob[:8])
     bad[size + 32:size + 32 + 256] = ord("A")
     with pytest.raises(RuntimeError, match="feature array 0 is not NUL-terminated"):
         kc.Volume(kc.array(bad, dtype=kc.uint8))

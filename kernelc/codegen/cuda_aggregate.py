@@ -108,7 +108,7 @@ def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
     names = [em.name(v) for v in operands]
     for k in range(dtype.count):
         parts = "".join(f", {from_storage(f'{v}.v[{k}]', dtype.dtype)}" for v in names)
-        result = f"kc_atomic_{kind}{suffix}(&{pointer}->v[{k}]{parts})"
+        result = cuda_ops.atomic_call(f"{kind}{suffix}", f"&{pointer}->v[{k}]", parts)
         em.line(f"{old}.v[{k}] = {to_storage(result, dtype.dtype)};")
     return old
 

@@ -300,9 +300,17 @@ def _atomic(em: FunctionEmitter, op: ir.Op) -> str:
     if dtype == T.bool_ or not isinstance(dtype, T.ScalarType):
         raise UnsupportedError(f"atomic_{kind} on an array of {dtype!r}")
     address = atomic_address(em, op)
+    pointer = f"kc_p{op.result.id}"
+    em.line(f"auto* const {pointer} = {address};")
     suffix = ATOMIC_SUFFIX.get(dtype.name, "")
-    values = "".join(f", {em.name(v)}" for v in operands)
-    return f"kc_atomic_{kind}{suffix}({address}{values})"
+    return atomic_call(kind + suffix, pointer, "".join(f", {em.name(v)}" for v in operands))
+
+
+def atomic_call(name: str, pointer: str, values: str) -> str:
+    """The atomic `kc_atomic_<name>` on `pointer`, or its plain form where the pointer is
+    into a local array (GPUs have no atomics on local memory)."""
+    return (f"(kc_is_local({pointer}) ? kc_local_{name}({pointer}{values}) : "
+            f"kc_atomic_{name}({pointer}{values}))")
 
 
 def _load_address(em: FunctionEmitter, op: ir.Op) -> str:

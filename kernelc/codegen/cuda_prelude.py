@@ -387,6 +387,60 @@ KC_HALF_ATOMICS(bf16, kc_bf16_to_float, kc_float_to_bf16)
 #undef KC_HALF_ATOMICS
 #undef KC_HALF_ATOMIC
 
+// Atomics on a thread's own local arrays (`kc.zeros(shape=...)` in a kernel): a GPU has no
+// atomics on local memory, and no other thread can see it, so a plain read-modify-write is
+// exact. `kc_is_local` tells a local address from a global or shared one at run time.
+KC_FN bool kc_is_local(const void* p) {
+#if defined(__CUDA_ARCH__)
+    return __isLocal(p) != 0;
+#else
+    return false;  // the host harness: its atomics work on any memory
+#endif
+}
+template <typename S> KC_FN S kc_plain_add(S a, S b) { return (S)((kc_uint64)a + (kc_uint64)b); }
+KC_FN float kc_plain_add(float a, float b) { return a + b; }
+KC_FN double kc_plain_add(double a, double b) { return a + b; }
+template <typename S> KC_FN S kc_plain_sub(S a, S b) { return (S)((kc_uint64)a - (kc_uint64)b); }
+KC_FN float kc_plain_sub(float a, float b) { return a - b; }
+KC_FN double kc_plain_sub(double a, double b) { return a - b; }
+#define KC_LOCAL_ATOMIC(NAME, EXPR)                                                  \
+    template <typename S> KC_FN S NAME(S* p, S v) {                                  \
+        const S old = *p;                                                            \
+        *p = EXPR;                                                                   \
+        return old;                                                                  \
+    }
+KC_LOCAL_ATOMIC(kc_local_add, kc_plain_add(old, v))
+KC_LOCAL_ATOMIC(kc_local_sub, kc_plain_sub(old, v))
+KC_LOCAL_ATOMIC(kc_local_min, (v < old || old != old) ? v : old)
+KC_LOCAL_ATOMIC(kc_local_max, (v > old || old != old) ? v : old)
+KC_LOCAL_ATOMIC(kc_local_and, (S)(old & v))
+KC_LOCAL_ATOMIC(kc_local_or, (S)(old | v))
+KC_LOCAL_ATOMIC(kc_local_xor, (S)(old ^ v))
+KC_LOCAL_ATOMIC(kc_local_exch, v)
+#undef KC_LOCAL_ATOMIC
+template <typename S> KC_FN S kc_local_cas(S* p, S c, S v) {
+    const S old = *p;
+    if (old == c) *p = v;
+    return old;
+}
+#define KC_HALF_LOCAL(NAME, TO_FLOAT, FROM_FLOAT, EXPR)                              \
+    KC_FN float NAME(kc_uint16* p, float v) {                                        \
+        const float old = TO_FLOAT(*p);                                              \
+        *p = FROM_FLOAT(EXPR);                                                       \
+        return old;                                                                  \
+    }
+#define KC_HALF_LOCALS(SUFFIX, TO_FLOAT, FROM_FLOAT)                                      \
+    KC_HALF_LOCAL(kc_local_add_##SUFFIX, TO_FLOAT, FROM_FLOAT, old + v)                   \
+    KC_HALF_LOCAL(kc_local_sub_##SUFFIX, TO_FLOAT, FROM_FLOAT, old - v)                   \
+    KC_HALF_LOCAL(kc_local_min_##SUFFIX, TO_FLOAT, FROM_FLOAT,                            \
+                  (v < old || old != old) ? v : old)                                      \
+    KC_HALF_LOCAL(kc_local_max_##SUFFIX, TO_FLOAT, FROM_FLOAT,                            \
+                  (v > old || old != old) ? v : old)
+KC_HALF_LOCALS(f16, kc_half_to_float, kc_float_to_half)
+KC_HALF_LOCALS(bf16, kc_bf16_to_float, kc_float_to_bf16)
+#undef KC_HALF_LOCALS
+#undef KC_HALF_LOCAL
+
 // ---- loops -----------------------------------------------------------------------------
 
 // Iterations of range(start, stop, step), counted in unsigned arithmetic so that no

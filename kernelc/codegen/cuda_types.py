@@ -164,6 +164,9 @@ def _definition(t: T.Type) -> str:
     else:
         body = f"{STORAGE_C[t.dtype.name]} v[{t.count}];"
         offsets = ""
+    if offsets:
+        # NVRTC 13.0 has no __builtin_offsetof; the host harness (g++) still checks them.
+        offsets = f"\n#ifndef __CUDACC_RTC__{offsets}\n#endif"
     return (f"struct {name} {{ {body} }};\n"
             f"static_assert(sizeof({name}) == {t.size} && alignof({name}) == "
             f'{T.alignment(t)}, "layout of {t!r}");{offsets}')

@@ -508,18 +508,27 @@ def fill_linear(stream: Any, ptr: int, pattern: bytes, count: int) -> None:
 class CudaEventImpl:
     """A CUDA event, following kernelc.timing.events.EventImpl."""
 
-    __slots__ = ("info", "handle", "__weakref__")
+    __slots__ = ("info", "handle", "timing", "__weakref__")
 
     def __init__(self, info: DeviceInfo, enable_timing: bool, interprocess: bool) -> None:
         flags = 0 if enable_timing else int(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
         if interprocess:
             flags |= int(cu.CUevent_flags.CU_EVENT_INTERPROCESS)
         self.info = info
+        self.timing = enable_timing
         self.handle = call(cu.cuEventCreate, flags)
 
     def record(self, stream: Any = None) -> None:
         device_info(self.info.ordinal)
-        call(cu.cuEventRecord, self.handle, stream_handle(self.info, stream))
+        handle = stream_handle(self.info, stream)
+        if self.timing and self.info.capturing:
+            # Captured as a node that records the event at each replay, so that a timing
+            # event recorded in a capture times the graph's launches (a plain record would
+            # only order the capture's streams).
+            call(cu.cuEventRecordWithFlags, self.handle, handle,
+                 int(cu.CUevent_record_flags.CU_EVENT_RECORD_EXTERNAL))
+            return
+        call(cu.cuEventRecord, self.handle, handle)
 
     def query(self) -> bool:
         (result,) = cu.cuEventQuery(self.handle)

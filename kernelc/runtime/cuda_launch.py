@@ -19,8 +19,11 @@ from __future__ import annotations
 import ctypes
 import math
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from kernelc import types as T
 from kernelc.codegen.cuda_layout import ERROR_SIZE, ArrayArg, ParamLayout
@@ -30,7 +33,7 @@ from kernelc.runtime.cpu import ErrorRecord
 from kernelc.runtime.launch_cmd import ParamSetters
 
 DEFAULT_BLOCK_DIM = 256
-from kernelc.runtime.launch import launch_activity  # noqa: E402
+from kernelc.runtime.launch import CUDA_MEMO, launch_activity  # noqa: E402
 from kernelc.timing.history import JitFlag  # noqa: E402
 
 _KERNEL_HISTORY_BIT = int(JitFlag.KernelHistory)
@@ -54,7 +57,6 @@ class CudaKernel:
         self.cache = image.cache
         self.occupancy: dict[int, int] = {}  # block_dim -> resident blocks per SM
         self.error: Any = None  # the debug-mode kc_error record (an Allocation)
-        self.last: tuple | None = None  # memo of the latest plain launch, for loops
         # Ids of arrays with order-dependent atomics (see `check_deterministic_cuda`).
         self.order_dependent: frozenset[int] | None = None
 
@@ -135,7 +137,9 @@ class CudaLaunch(ParamSetters):
         self.pointers = (ctypes.c_void_p * len(layout.fields))(
             *[base + field.offset for field in layout.fields])
         self.params_address = ctypes.addressof(self.pointers)
-        info = cuda.device_info(device)
+        self.packs_structs = any(isinstance(field.type, T.StructType)
+                                 for field in layout.fields[1:])
+        info = self.info = cuda.device_info(device)
         self.grid = cuda_module.grid_size(self.size, self.block_dim, info.sm_count,
                                    compiled.blocks_per_sm(self.block_dim))
         self.pack()
@@ -182,8 +186,7 @@ class CudaLaunch(ParamSetters):
         to a struct instance show up in the launches recorded with it."""
         if self.size == 0:
             return
-        if self.recorded and any(isinstance(field.type, T.StructType)
-                                 for field in self.compiled.params.fields[1:]):
+        if self.recorded and self.packs_structs:
             self.pack()
         run_cuda(self, stream if stream is not None else self.stream)
 
@@ -294,21 +297,91 @@ def check_deterministic_cuda(kernel: Any, compiled: Any) -> None:
 
 def launch_cuda(kernel: Any, dims: tuple[int, ...], values: Sequence[Any],
                 types: tuple[T.Type, ...], device: Any, stream: Any, block_dim: int | None,
-                record_cmd: bool) -> CudaLaunch | None:
-    """`kc.launch` on a CUDA device, after the arguments were checked."""
+                record_cmd: bool, call: tuple | None = None) -> CudaLaunch | None:
+    """`kc.launch` on a CUDA device, after the arguments were checked. `call` is the
+    launch's (dim, device, block_dim) as given, which `relaunch` compares next time."""
     compiled = load_cuda_kernel(kernel, types, device)
     check_deterministic_cuda(kernel, compiled)
-    last = compiled.last
-    if not record_cmd and last is not None and last[0] == dims and last[1] is stream \
-            and last[2] == block_dim and len(last[3]) == len(values) \
-            and all(a is b for a, b in zip(last[3], values)):
-        # The same argument objects as last time (a simulation loop): reuse the packing.
-        last[4].launch()
-        return None
     cmd = CudaLaunch(kernel, compiled, dims, values, device, stream, block_dim)
     if record_cmd:
         cmd.recorded = True  # packs its struct arguments again at each launch, as in Warp
         return cmd
-    compiled.last = (dims, stream, block_dim, list(values), cmd)
-    cmd.launch()
+    refs = _reuse_refs(values) if call is not None else None
+    if refs is None:
+        cmd.launch()
+        return None
+    kernel.compiled[_MEMO] = CudaMemo(call, stream, refs, cmd)
+    _launch_parked(cmd, values)
     return None
+
+
+_MEMO = CUDA_MEMO  # in `kernel.compiled`, so that whatever clears the code clears it
+
+
+class CudaMemo:
+    """A kernel's last CUDA launch, kept so that a simulation loop's next launch with the
+    same argument objects skips the checks and the packing. It holds the arrays weakly."""
+
+    __slots__ = ("call", "stream", "refs", "cmd", "settings")
+
+    def __init__(self, call: tuple, stream: Any, refs: list, cmd: CudaLaunch):
+        self.call, self.stream, self.refs, self.cmd = call, stream, refs, cmd
+        self.settings = _settings(cmd.kernel)
+
+
+def _settings(kernel: Any) -> tuple:
+    """The settings a packed CUDA launch depends on besides its arguments."""
+    from kernelc.config import config
+
+    rt = get_runtime()
+    options = rt.extras.get("module_options")
+    return (config.mode, config.lineinfo, config.line_directives, config.verify_fp,
+            config.deterministic_epoch, rt.current_device,
+            options and options.get(kernel.module, {}).get("block_dim"))
+
+
+def relaunch(kernel: Any, dim: Any, device: Any, stream: Any, block_dim: Any,
+             values: Sequence[Any]) -> CudaLaunch | None:
+    """Reruns the kernel's last CUDA launch if this one is the same call with the same
+    argument objects (and settings); returns its command, else None (nothing ran)."""
+    memo = kernel.compiled.get(_MEMO)
+    if memo is None or memo.call[0] != dim or memo.call[1] != device \
+            or memo.call[2] != block_dim or memo.stream is not stream \
+            or len(memo.refs) != len(values) \
+            or not all(_same_argument(r, v) for r, v in zip(memo.refs, values)) \
+            or memo.settings != _settings(kernel):
+        return None
+    _launch_parked(memo.cmd, values)
+    return memo.cmd
+
+
+def _reuse_refs(values: Sequence[Any]) -> list | None:
+    """What the next launch compares its arguments with to reuse this packing: weak
+    references to the arrays (a memo must not keep them alive) and the scalars themselves;
+    None when an argument could change in place (a struct, a vector), which forbids reuse."""
+    from kernelc.runtime.launch_reuse import _array_class
+
+    array, refs = _array_class(), []
+    for v in values:
+        if isinstance(v, array) or isinstance(getattr(v, "_kc_type", None), T.IndexedArrayType):
+            refs.append(weakref.ref(v))
+        elif isinstance(v, (int, float, np.generic)):
+            refs.append(v)
+        else:
+            return None
+    return refs
+
+
+def _same_argument(ref: Any, value: Any) -> bool:
+    return (ref() if type(ref) is weakref.ReferenceType else ref) is value
+
+
+def _launch_parked(cmd: CudaLaunch, values: Sequence[Any]) -> None:
+    """Runs a memoised launch, holding its arrays only while it is issued (a graph capture
+    keeps them alive through the command it records)."""
+    cmd.values = list(values)
+    try:
+        cmd.launch()
+    finally:
+        if not cmd.info.capturing:
+            cmd.values = None

@@ -13,6 +13,7 @@ The device table and the current device live on the runtime object
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import sys
@@ -259,7 +260,8 @@ def get_device(ident: Devicelike = None) -> Device:
     """Resolves a device identifier.
 
     Args:
-        ident: A Device, ``"cpu"``, ``"cuda"``, ``"cuda:N"``, or None for the current device.
+        ident: A Device, ``"cpu"``, ``"cuda"``, ``"cuda:N"``, or None for the current device
+            (at first `$KERNELC_DEVICE` if set, else the first GPU, else the CPU).
 
     Returns:
         The Device object (one object per device for the life of the process).
@@ -273,8 +275,13 @@ def get_device(ident: Devicelike = None) -> Device:
         runtime = get_runtime()
         current = runtime.current_device
         if current is None:
-            cuda = _table().cuda_devices()
-            current = runtime.current_device = cuda[0] if cuda else _table().cpu
+            chosen = os.environ.get("KERNELC_DEVICE")
+            if chosen:
+                current = get_device(chosen)
+            else:
+                cuda = _table().cuda_devices()
+                current = cuda[0] if cuda else _table().cpu
+            runtime.current_device = current
         return current
     if isinstance(ident, Device):
         return ident

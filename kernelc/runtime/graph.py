@@ -209,7 +209,7 @@ def capture_launch(graph: Graph, stream: Any = None) -> None:
     token = None
     if graph.device.is_cpu:
         if rec is not None and rec.wants(TIMING_GRAPH):
-            token = rec.begin(graph.device, "graph launch", TIMING_GRAPH)
+            token = rec.begin(graph.device, "graph", TIMING_GRAPH)
         _replay_cpu(graph)
         if token is not None:
             rec.end(token)
@@ -221,7 +221,7 @@ def capture_launch(graph: Graph, stream: Any = None) -> None:
         info.current_stream = stream  # the recorder's events bracket this graph launch
     try:
         if rec is not None and rec.wants(TIMING_GRAPH):
-            token = rec.begin(graph.device, "graph launch", TIMING_GRAPH)
+            token = rec.begin(graph.device, "graph", TIMING_GRAPH)
         cuda.call(cuda.cu.cuGraphLaunch, graph.exec_handle, cuda.stream_handle(info))
         if token is not None:
             rec.end(token)

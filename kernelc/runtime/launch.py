@@ -446,6 +446,9 @@ def _flush_c_stdout() -> None:
     _libc.fflush(None)
 
 
+CUDA_MEMO = "cuda-last-launch"  # the key of a kernel's `CudaMemo` in `kernel.compiled`
+
+
 def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
            adj_inputs: Sequence[Any] = (), adj_outputs: Sequence[Any] = (), device: Any = None,
            stream: Any = None, adjoint: bool = False, record_tape: bool = True,
@@ -482,6 +485,15 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
         return launch_adjoint(kernel, dim, [*inputs, *outputs], [*adj_inputs, *adj_outputs],
                               device, stream, record_cmd, block_dim)
     values = [*inputs, *outputs]
+    if not record_cmd and CUDA_MEMO in kernel.compiled:
+        from kernelc.runtime.cuda_launch import relaunch
+
+        cmd = relaunch(kernel, dim, device, stream, block_dim, values)
+        if cmd is not None:
+            if record_tape and (tape := get_runtime().extras.get("tape")) is not None:
+                tape.record_launch(kernel, dim, max_blocks, inputs, outputs, cmd.device,
+                                   block_dim)
+            return None
     last = kernel.last_launch
     if last is not None and last.dim == dim and last.device is device \
             and last.mode == config.mode and last.epoch == config.deterministic_epoch \
@@ -515,7 +527,8 @@ def launch(kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] 
     dev = get_device(device)
     types = tuple(arg_type(kernel, n, w, v, dev)
                   for n, w, v in zip(names, kernel.param_types, values))
-    cmd = _prepare(kernel, dims, values, types, dev, stream, block_dim, record_cmd)
+    cmd = _prepare(kernel, dims, values, types, dev, stream, block_dim, record_cmd,
+                   (dim, device, block_dim))
     if record_cmd:
         return cmd
     if cmd is not None and fills_composite(values, types):
@@ -545,16 +558,19 @@ def _check_access(kernel, values: Sequence[Any], types: Sequence[T.Type]) -> Non
 
 
 def _prepare(kernel, dims: tuple[int, ...], values: Sequence[Any], types: tuple[T.Type, ...],
-             dev, stream: Any, block_dim: int | None, record_cmd: bool):
+             dev, stream: Any, block_dim: int | None, record_cmd: bool,
+             call: tuple | None = None):
     """The checked launch of `kernel` on `dev`: a `Launch` on the CPU (not run yet); on
-    CUDA, the command if `record_cmd`, else None once it has run."""
+    CUDA, the command if `record_cmd`, else None once it has run (remembered for reuse
+    when `call`, the launch as given, is)."""
     arrays = filled_composites(_in_place_arrays(values, types), types)
     if not dev.is_cpu:
         from kernelc.runtime.cuda_launch import launch_cuda
 
         if block_dim is None:
             block_dim = _module_block_dim(kernel)
-        return launch_cuda(kernel, dims, arrays, types, dev, stream, block_dim, record_cmd)
+        return launch_cuda(kernel, dims, arrays, types, dev, stream, block_dim, record_cmd,
+                           call if all(a is v for a, v in zip(arrays, values)) else None)
     names = kernel.arg_names
     _check_strides(kernel, names, types, arrays)
     compiled, disjoint = pick_variant(kernel, types, arrays, dims, cpu_lanes(block_dim))

@@ -298,7 +298,8 @@ class Volume:
             count, size = count // t.size, t.size
         if t.size != size:
             raise RuntimeError(f"Cannot cast feature data of size {size} to array dtype {t!r}")
-        return array(ptr=info.ptr, dtype=t, shape=count, device=self.device)
+        # A view of the volume's buffer, which it keeps alive (the volume may go first).
+        return array._over(self._buffer._alloc, info.ptr, (count,), (t.size,), t)
 
     # ---- files and buffers ---------------------------------------------------------------
 
