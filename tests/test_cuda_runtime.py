@@ -143,6 +143,40 @@ def test_parameter_buffer_is_packed_once_and_reused(monkeypatch):
     assert issued[0][:7] == ("f", 4, 1, 1, 256, 1, 1)
 
 
+class _FakeArray:  # what packing reads of an array; weakly referencable, as arrays are
+    def __init__(self, ptr, n):
+        self.ptr, self.shape, self.strides = ptr, (n,), (4,)
+
+
+def test_relaunch_reuses_arrays_and_repacks_new_numbers(monkeypatch):
+    cmd, layout, _, _ = _fake_launch(monkeypatch)
+    x, y, alpha = _FakeArray(0x1000, 1000), _FakeArray(0x2000, 1000), 2.5
+    cmd.values = [x, y, alpha]
+    cmd.pack()
+    cmd.info = SimpleNamespace(capturing=0)
+    launched = []
+    cmd.launch = lambda: launched.append(cmd.values)
+    monkeypatch.setattr(cuda_launch, "_settings", lambda kernel: ("same",))
+    memo = cuda_launch.CudaMemo((1000, "cuda:0", None), None,
+                                [weakref.ref(x), weakref.ref(y), alpha], cmd)
+    monkeypatch.setitem(saxpy.compiled, cuda_launch._MEMO, memo)
+    offset = layout.fields[3].offset
+
+    def again(*values, dim=1000):
+        return cuda_launch.relaunch(saxpy, dim, "cuda:0", None, None, list(values))
+
+    assert again(x, y, alpha) is cmd and launched[-1] == [x, y, alpha]
+    assert cmd.values is None  # the arrays are not kept once the launch is issued
+    assert again(x, y, 4.0) is cmd  # a new number: packed again in place
+    assert struct.unpack_from("<f", cmd.buffer, offset)[0] == 4.0 and memo.refs[2] == 4.0
+    for refused in ((x, y, 4), (y, x, 4.0), (x, _FakeArray(0x1000, 1000), 4.0)):
+        assert again(*refused) is None  # another type, swapped or other arrays
+    assert again(x, y, 4.0, dim=999) is None
+    assert len(launched) == 2
+    monkeypatch.setattr(cuda_launch, "_settings", lambda kernel: ("changed",))
+    assert again(x, y, 4.0) is None and cuda_launch._MEMO not in saxpy.compiled
+
+
 def test_scalar_arguments_wrap():
     assert cuda_launch._arg_value(kc.uint32, -1) == 0xFFFFFFFF
     assert cuda_launch._arg_value(kc.int8, 200) == -56
@@ -288,8 +322,11 @@ def test_repeated_launches_reuse_the_packing_and_see_changes(gpu, rng):
     for _ in range(3):  # the same objects: the second and third launches reuse the packing
         kc.launch(saxpy, n, inputs=[x, y, alpha], device=gpu)
     np.testing.assert_allclose(y.numpy(), y0 + 1.5 * x0, rtol=1e-5, atol=1e-6)
+    for step in (0.25, 0.125):  # new numbers, the same arrays: packed again in place
+        kc.launch(saxpy, n, inputs=[x, y, step], device=gpu)
+    np.testing.assert_allclose(y.numpy(), y0 + 1.875 * x0, rtol=1e-5, atol=1e-6)
     kc.launch(saxpy, n, inputs=[y, x, 2.0], device=gpu)  # swapped buffers, a new scalar
-    np.testing.assert_allclose(x.numpy(), x0 + 2.0 * (y0 + 1.5 * x0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.numpy(), x0 + 2.0 * (y0 + 1.875 * x0), rtol=1e-5, atol=1e-6)
     gone = weakref.ref(y)
     del y
     gc.collect()

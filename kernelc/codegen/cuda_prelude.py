@@ -375,16 +375,14 @@ KC_FN S kc_atomic_cas(S* p, S c, S v) {  // floats compare by value, as == (and 
             return FROM_FLOAT(EXPR);                                                 \
         }));                                                                         \
     }
-#define KC_HALF_ATOMICS(SUFFIX, TO_FLOAT, FROM_FLOAT)                                     \
-    KC_HALF_ATOMIC(kc_atomic_add_##SUFFIX, TO_FLOAT, FROM_FLOAT, old + v)                 \
-    KC_HALF_ATOMIC(kc_atomic_sub_##SUFFIX, TO_FLOAT, FROM_FLOAT, old - v)                 \
-    KC_HALF_ATOMIC(kc_atomic_min_##SUFFIX, TO_FLOAT, FROM_FLOAT,                          \
-                   (v < old || old != old) ? v : old)                                     \
-    KC_HALF_ATOMIC(kc_atomic_max_##SUFFIX, TO_FLOAT, FROM_FLOAT,                          \
-                   (v > old || old != old) ? v : old)
-KC_HALF_ATOMICS(f16, kc_half_to_float, kc_float_to_half)
-KC_HALF_ATOMICS(bf16, kc_bf16_to_float, kc_float_to_bf16)
-#undef KC_HALF_ATOMICS
+// The four float16 / bfloat16 operations, each made by MAKE(name, to_float, from_float, new).
+#define KC_HALF_OPS(MAKE, PREFIX, SUFFIX, TO_FLOAT, FROM_FLOAT)                           \
+    MAKE(PREFIX##add_##SUFFIX, TO_FLOAT, FROM_FLOAT, old + v)                             \
+    MAKE(PREFIX##sub_##SUFFIX, TO_FLOAT, FROM_FLOAT, old - v)                             \
+    MAKE(PREFIX##min_##SUFFIX, TO_FLOAT, FROM_FLOAT, (v < old || old != old) ? v : old)   \
+    MAKE(PREFIX##max_##SUFFIX, TO_FLOAT, FROM_FLOAT, (v > old || old != old) ? v : old)
+KC_HALF_OPS(KC_HALF_ATOMIC, kc_atomic_, f16, kc_half_to_float, kc_float_to_half)
+KC_HALF_OPS(KC_HALF_ATOMIC, kc_atomic_, bf16, kc_bf16_to_float, kc_float_to_bf16)
 #undef KC_HALF_ATOMIC
 
 // Atomics on a thread's own local arrays (`kc.zeros(shape=...)` in a kernel): a GPU has no
@@ -429,17 +427,10 @@ template <typename S> KC_FN S kc_local_cas(S* p, S c, S v) {
         *p = FROM_FLOAT(EXPR);                                                       \
         return old;                                                                  \
     }
-#define KC_HALF_LOCALS(SUFFIX, TO_FLOAT, FROM_FLOAT)                                      \
-    KC_HALF_LOCAL(kc_local_add_##SUFFIX, TO_FLOAT, FROM_FLOAT, old + v)                   \
-    KC_HALF_LOCAL(kc_local_sub_##SUFFIX, TO_FLOAT, FROM_FLOAT, old - v)                   \
-    KC_HALF_LOCAL(kc_local_min_##SUFFIX, TO_FLOAT, FROM_FLOAT,                            \
-                  (v < old || old != old) ? v : old)                                      \
-    KC_HALF_LOCAL(kc_local_max_##SUFFIX, TO_FLOAT, FROM_FLOAT,                            \
-                  (v > old || old != old) ? v : old)
-KC_HALF_LOCALS(f16, kc_half_to_float, kc_float_to_half)
-KC_HALF_LOCALS(bf16, kc_bf16_to_float, kc_float_to_bf16)
-#undef KC_HALF_LOCALS
+KC_HALF_OPS(KC_HALF_LOCAL, kc_local_, f16, kc_half_to_float, kc_float_to_half)
+KC_HALF_OPS(KC_HALF_LOCAL, kc_local_, bf16, kc_bf16_to_float, kc_float_to_bf16)
 #undef KC_HALF_LOCAL
+#undef KC_HALF_OPS
 
 // ---- loops -----------------------------------------------------------------------------
 

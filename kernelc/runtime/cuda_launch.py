@@ -306,12 +306,11 @@ def launch_cuda(kernel: Any, dims: tuple[int, ...], values: Sequence[Any],
     if record_cmd:
         cmd.recorded = True  # packs its struct arguments again at each launch, as in Warp
         return cmd
-    refs = _reuse_refs(values) if call is not None else None
-    if refs is None:
-        cmd.launch()
-        return None
-    kernel.compiled[_MEMO] = CudaMemo(call, stream, refs, cmd)
-    _launch_parked(cmd, values)
+    refs = _reuse_refs(values) if call is not None and not cmd.info.capturing else None
+    cmd.launch()
+    if refs is not None:
+        kernel.compiled[_MEMO] = CudaMemo(call, stream, refs, cmd)
+        cmd.values = None  # the memo holds the arrays weakly; cuLaunchKernel has copied them
     return None
 
 
@@ -343,16 +342,38 @@ def _settings(kernel: Any) -> tuple:
 def relaunch(kernel: Any, dim: Any, device: Any, stream: Any, block_dim: Any,
              values: Sequence[Any]) -> CudaLaunch | None:
     """Reruns the kernel's last CUDA launch if this one is the same call with the same
-    argument objects (and settings); returns its command, else None (nothing ran)."""
+    arrays (and settings); Python numbers may be new ones of the same type (a time step),
+    which are packed again in place. Returns the command, else None (nothing ran)."""
     memo = kernel.compiled.get(_MEMO)
     if memo is None or memo.call[0] != dim or memo.call[1] != device \
             or memo.call[2] != block_dim or memo.stream is not stream \
-            or len(memo.refs) != len(values) \
-            or not all(_same_argument(r, v) for r, v in zip(memo.refs, values)) \
-            or memo.settings != _settings(kernel):
+            or len(memo.refs) != len(values):
         return None
-    _launch_parked(memo.cmd, values)
-    return memo.cmd
+    refs, new_numbers = memo.refs, []
+    for i, v in enumerate(values):
+        r = refs[i]
+        if type(r) is weakref.ReferenceType:
+            if r() is not v:
+                return None
+        elif r is not v:
+            if type(r) is not type(v):
+                return None
+            new_numbers.append(i)
+    cmd = memo.cmd
+    if memo.settings != _settings(kernel) or cmd.info.capturing:
+        # A capture records a command of its own, and keeps it: no memo while it is open.
+        del kernel.compiled[_MEMO]
+        return None
+    cmd.values = list(values)
+    if new_numbers:
+        for i in new_numbers:
+            refs[i] = values[i]
+        cmd.pack()  # cuLaunchKernel copies the parameters: rewriting them in place is safe
+    try:
+        cmd.launch()
+    finally:
+        cmd.values = None  # the memo holds the arrays weakly
+    return cmd
 
 
 def _reuse_refs(values: Sequence[Any]) -> list | None:
@@ -370,18 +391,3 @@ def _reuse_refs(values: Sequence[Any]) -> list | None:
         else:
             return None
     return refs
-
-
-def _same_argument(ref: Any, value: Any) -> bool:
-    return (ref() if type(ref) is weakref.ReferenceType else ref) is value
-
-
-def _launch_parked(cmd: CudaLaunch, values: Sequence[Any]) -> None:
-    """Runs a memoised launch, holding its arrays only while it is issued (a graph capture
-    keeps them alive through the command it records)."""
-    cmd.values = list(values)
-    try:
-        cmd.launch()
-    finally:
-        if not cmd.info.capturing:
-            cmd.values = None
