@@ -55,6 +55,19 @@ def _launch_us(fn, count: int = 2000) -> float:
     return statistics.median(samples) / 1e3
 
 
+def _driver_launch_us(cmd) -> float:
+    """The floor under any launch: cuda-bindings' cuLaunchKernel with every argument of
+    `cmd` prepared beforehand."""
+    from kernelc.runtime import cuda
+
+    info = cuda.device_info(cmd.device)
+    handle = cuda.stream_handle(info, None)
+    launch = cuda.cu.cuLaunchKernel
+    function, grid, block, params = cmd.compiled.function, cmd.grid, cmd.block_dim, \
+        cmd.params_address
+    return _launch_us(lambda: launch(function, grid, 1, 1, block, 1, 1, 0, handle, params, 0))
+
+
 def _compile_ms() -> tuple[float, float]:
     """(cold NVRTC compile + load, cached load) of a small kernel, in ms."""
     import importlib.util
@@ -100,11 +113,13 @@ def main() -> int:
     cmd = kc.launch(noop, 1, inputs=[one], device=device, record_cmd=True)
     recorded_us = _launch_us(cmd.launch)
     plain_us = _launch_us(lambda: kc.launch(noop, 1, inputs=[one], device=device))
+    driver_us = _driver_launch_us(cmd)
     cold_ms, cached_ms = _compile_ms()
     rows = [
         ("GPU", device.name),
         ("device-to-device copy (GB/s)", f"{copy_gbs:.1f}"),
         ("saxpy 256M float32 (GB/s)", f"{saxpy_gbs:.1f} ({100 * saxpy_gbs / copy_gbs:.0f}% of copy)"),
+        ("launch dim=1, bare cuLaunchKernel (us, median)", f"{driver_us:.2f}"),
         ("launch dim=1, recorded (us, median)", f"{recorded_us:.2f}"),
         ("launch dim=1, kc.launch (us, median)", f"{plain_us:.2f}"),
         ("NVRTC cold compile + load (ms)", f"{cold_ms:.1f}"),
