@@ -9,9 +9,10 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kernelc import types as T
-from kernelc.errors import Loc
+from kernelc.errors import KernelRuntimeError, Loc, render_caret
 from kernelc.runtime.hostinfo import HostTarget, resolve_host
 from kernelc.runtime.native import Libraries, Linker
 
@@ -331,3 +332,24 @@ class CpuKernel:
 
 def default_threads() -> int:
     return os.cpu_count() or 1
+
+
+def raise_kernel_error(kernel: Any, compiled: Any, error: ErrorRecord) -> None:
+    """Raises the KernelRuntimeError a failed check of `compiled` wrote into `error`
+    (clearing it), with the check's source location and caret."""
+    code = error.code
+    loc = compiled.check_locs[error.check_id] if 0 <= error.check_id < len(
+        compiled.check_locs) else None
+    ndim = error.ndim
+    index = tuple(error.index[:ndim])
+    shape = tuple(error.shape[:ndim])
+    error.code = 0
+    if code == 2:
+        what = "assertion failed"
+    elif code == 3:
+        what = f"local array index {index[0]} out of bounds for length {shape[0]}"
+    else:
+        what = f"array index {index} out of bounds for shape {shape}"
+    where = f"{loc}: " if loc else ""
+    caret = ("\n" + render_caret(loc)) if loc else ""
+    raise KernelRuntimeError(f"{where}in kernel '{kernel.__name__}': {what}{caret}")

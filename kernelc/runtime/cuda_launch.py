@@ -29,7 +29,7 @@ from kernelc import types as T
 from kernelc.codegen.cuda_layout import ERROR_SIZE, ArrayArg, ParamLayout
 from kernelc.runtime import cuda, cuda_module
 from kernelc.runtime.context import get_runtime
-from kernelc.runtime.cpu import ErrorRecord
+from kernelc.runtime.cpu import ErrorRecord, raise_kernel_error
 from kernelc.runtime.launch_cmd import ParamSetters
 
 DEFAULT_BLOCK_DIM = 256
@@ -256,15 +256,13 @@ def _history_record(cmd: CudaLaunch, events: tuple[Any, Any]) -> dict[str, Any]:
 
 def _check_error(cmd: CudaLaunch, handle: Any) -> None:
     """Debug mode: waits for the launch and raises if a check wrote the error record."""
-    from kernelc.runtime.launch import _raise_kernel_error
-
     record = ErrorRecord()
     ptr = cmd.compiled.error.ptr
     cuda.call(cuda.cu.cuMemcpyDtoHAsync, ctypes.addressof(record), ptr, ERROR_SIZE, handle)
     cuda.call(cuda.cu.cuStreamSynchronize, handle)
     if record.code:
         cuda.fill_linear(handle, ptr, b"\0", ERROR_SIZE)  # ready for the next launch
-        _raise_kernel_error(cmd.kernel, cmd.compiled, record)
+        raise_kernel_error(cmd.kernel, cmd.compiled, record)
 
 
 def check_deterministic_cuda(kernel: Any, compiled: Any) -> None:

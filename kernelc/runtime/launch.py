@@ -13,10 +13,10 @@ import numpy as np
 
 from kernelc import types as T
 from kernelc.config import config
-from kernelc.errors import KernelError, KernelRuntimeError, render_caret
+from kernelc.errors import KernelError
 from kernelc.runtime.array_interop import is_torch_tensor
 from kernelc.runtime.context import get_runtime
-from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state
+from kernelc.runtime.cpu import CpuKernel, ErrorRecord, cpu_state, raise_kernel_error
 from kernelc.runtime.cpu_blocks import ResolvedBlockDim, cpu_lanes
 from kernelc.runtime.launch_alias import pick_variant, repick_variant
 from kernelc.runtime.launch_args import (
@@ -392,7 +392,7 @@ def run_cpu(kernel, compiled: CpuKernel, args_ptr: int, size: int, error: ErrorR
                            {"dim": list(dims), "device": str(device)})
     compiled.cache = "memory"  # later launches find it in memory
     if error.code:
-        _raise_kernel_error(kernel, compiled, error)
+        raise_kernel_error(kernel, compiled, error)
 
 
 def runs_inline(compiled: CpuKernel, size: int) -> bool:
@@ -415,25 +415,6 @@ def launch_activity(kernel) -> tuple[int, str]:
     if getattr(kernel, "is_adjoint", False):
         return TIMING_KERNEL, f"backward kernel {kernel.primal.__name__}"
     return TIMING_KERNEL, f"forward kernel {kernel.__name__}"
-
-
-def _raise_kernel_error(kernel, compiled: CpuKernel, error: ErrorRecord) -> None:
-    code = error.code
-    loc = compiled.check_locs[error.check_id] if 0 <= error.check_id < len(
-        compiled.check_locs) else None
-    ndim = error.ndim
-    index = tuple(error.index[:ndim])
-    shape = tuple(error.shape[:ndim])
-    error.code = 0
-    if code == 2:
-        what = "assertion failed"
-    elif code == 3:
-        what = f"local array index {index[0]} out of bounds for length {shape[0]}"
-    else:
-        what = f"array index {index} out of bounds for shape {shape}"
-    where = f"{loc}: " if loc else ""
-    caret = ("\n" + render_caret(loc)) if loc else ""
-    raise KernelRuntimeError(f"{where}in kernel '{kernel.__name__}': {what}{caret}")
 
 
 _libc = None
