@@ -102,6 +102,22 @@ def kernel_in_file(tmp_path, name: str, params: str, body: str, prelude: str = "
     return module.k
 
 
+def assert_compile_error_at(kernel, at: str, message: str) -> None:
+    """Compiling `kernel` raises a KernelError naming the file, the line marked `# E` in its
+    source and the column where `at` starts on it, with a message matching `message`."""
+    import inspect
+    import re
+
+    with pytest.raises(kc.KernelError) as info:
+        kc.compile(kernel)
+    text = str(info.value)
+    lines, first = inspect.getsourcelines(kernel.func)
+    offset = next(k for k, line in enumerate(lines) if "# E" in line)
+    where = f"{inspect.getsourcefile(kernel.func)}:{first + offset}:{lines[offset].index(at) + 1}:"
+    assert where in text, text
+    assert re.search(message, text), text
+
+
 def warp_available() -> bool:
     try:
         import warp  # noqa: F401

@@ -3,14 +3,13 @@ misused vectors, matrices and structs pinned to file:line:col."""
 
 from __future__ import annotations
 
-import inspect
-import re
 import typing
 
 import numpy as np
 import pytest
 
 import kernelc as kc
+from tests.conftest import assert_compile_error_at
 
 Any = typing.Any
 
@@ -176,14 +175,7 @@ ERROR_CASES = [
 
 @pytest.mark.parametrize("kernel,at,message", ERROR_CASES, ids=[c[0].__name__ for c in ERROR_CASES])
 def test_misuse_is_a_kernel_error_at_the_right_column(kernel, at, message):
-    with pytest.raises(kc.KernelError) as info:
-        kc.compile(kernel)
-    text = str(info.value)
-    lines, first = inspect.getsourcelines(kernel.func)
-    offset = next(k for k, line in enumerate(lines) if "# E" in line)
-    where = f"{inspect.getsourcefile(kernel.func)}:{first + offset}:{lines[offset].index(at) + 1}:"
-    assert where in text, text
-    assert re.search(message, text), text
+    assert_compile_error_at(kernel, at, message)
 
 
 @kc.kernel

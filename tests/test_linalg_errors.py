@@ -3,13 +3,11 @@ the offending argument and says what was expected."""
 
 from __future__ import annotations
 
-import inspect
-import re
-
 import numpy as np
 import pytest
 
 import kernelc as kc
+from tests.conftest import assert_compile_error_at
 
 
 @kc.kernel
@@ -69,14 +67,7 @@ ERROR_CASES = [
 @pytest.mark.parametrize("kernel, at, message", ERROR_CASES,
                          ids=[c[0].__name__ for c in ERROR_CASES])
 def test_errors_point_at_the_argument(kernel, at, message):
-    with pytest.raises(kc.KernelError) as info:
-        kc.compile(kernel)
-    text = str(info.value)
-    lines, first = inspect.getsourcelines(kernel.func)
-    offset = next(k for k, line in enumerate(lines) if "# E" in line)
-    where = f"{inspect.getsourcefile(kernel.func)}:{first + offset}:{lines[offset].index(at) + 1}:"
-    assert where in text, text
-    assert re.search(message, text), text
+    assert_compile_error_at(kernel, at, message)
 
 
 def test_host_calls_explain_themselves():
